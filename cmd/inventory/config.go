@@ -1,0 +1,133 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/internal/versions"
+)
+
+// config is everything the flags set.
+type config struct {
+	Port           int
+	Name           string
+	Lock           string
+	Redis          string
+	RedisPassword  string
+	Redlock        []string
+	Key            string
+	LockKey        string
+	TTL            time.Duration
+	Retry          time.Duration
+	Work           time.Duration
+	AcquireTimeout time.Duration
+	LockOverride   bool
+	AdminToken     string
+	LogLevel       slog.Level
+}
+
+// envPrefix prefixes the environment variable of every flag: -acquire-timeout
+// is also INVENTORY_ACQUIRE_TIMEOUT. A flag on the command line wins.
+const envPrefix = "INVENTORY_"
+
+func envName(flagName string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parseConfig reads args and, for flags not given there, getenv. Errors are
+// usage errors (exit status 2); the usage text has already gone to stderr.
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	host, _ := os.Hostname()
+	cfg := config{Redlock: []string{"localhost:6381", "localhost:6382", "localhost:6383"}}
+	fs := flag.NewFlagSet("inventory", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&cfg.Port, "port", 8080, "HTTP port")
+	fs.StringVar(&cfg.Name, "name", host, "replica name, reported in every reply")
+	fs.StringVar(&cfg.Lock, "lock", "v1", "lock version: one of "+strings.Join(versions.Names(), " "))
+	fs.StringVar(&cfg.Redis, "redis", "localhost:6379", "Redis for the stock and the single-node locks (host:port)")
+	fs.StringVar(&cfg.RedisPassword, "redis-password", "", "password for every Redis node")
+	fs.Func("redlock", "comma-separated independent Redis nodes for redlock (default localhost:6381,localhost:6382,localhost:6383)", func(s string) error {
+		var nodes []string
+		for n := range strings.SplitSeq(s, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				nodes = append(nodes, n)
+			}
+		}
+		if len(nodes) == 0 {
+			return errors.New("want at least one host:port")
+		}
+		cfg.Redlock = nodes
+		return nil
+	})
+	fs.StringVar(&cfg.Key, "key", "inventory:001", "stock key")
+	fs.StringVar(&cfg.LockKey, "lock-key", "inventoryRedisLock", "lock key")
+	fs.DurationVar(&cfg.TTL, "ttl", 20*time.Second, "lock lease (v4 and later)")
+	fs.DurationVar(&cfg.Retry, "retry", 20*time.Millisecond, "wait between lock attempts")
+	fs.DurationVar(&cfg.Work, "work", 0, "simulated business time between reading and writing the stock")
+	fs.DurationVar(&cfg.AcquireTimeout, "acquire-timeout", 10*time.Second, "longest wait for the lock before answering 503")
+	fs.BoolVar(&cfg.LockOverride, "lock-override", false, "let /sale?lock=NAME choose the version per request")
+	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token required by PUT /stock (empty: open)")
+	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: inventory [flags]\n\nSells one unit of stock per POST /sale under the chosen lock version.\n"+
+			"Every flag can also be set by its environment variable (-acquire-timeout: %s); a flag wins.\n\n", envName("acquire-timeout"))
+		fs.PrintDefaults()
+	}
+
+	// Environment first, so the command line overrides it.
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if v := getenv(envName(f.Name)); v != "" && envErr == nil {
+			if err := fs.Set(f.Name, v); err != nil {
+				envErr = fmt.Errorf("%s=%q: %w", envName(f.Name), v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		fmt.Fprintln(stderr, envErr)
+		return cfg, envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, usageErr(stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if err := cfg.validate(); err != nil {
+		return cfg, usageErr(stderr, "%s", err)
+	}
+	return cfg, nil
+}
+
+func (c config) validate() error {
+	switch {
+	case !slices.Contains(versions.Names(), c.Lock):
+		return fmt.Errorf("-lock %q: want one of %s", c.Lock, strings.Join(versions.Names(), " "))
+	case c.Port < 1 || c.Port > 65535:
+		return fmt.Errorf("-port %d: want 1-65535", c.Port)
+	case c.TTL <= 0:
+		return fmt.Errorf("-ttl %s: want > 0", c.TTL)
+	case c.Retry <= 0:
+		return fmt.Errorf("-retry %s: want > 0", c.Retry)
+	case c.Work < 0:
+		return fmt.Errorf("-work %s: want >= 0", c.Work)
+	case c.AcquireTimeout <= 0:
+		return fmt.Errorf("-acquire-timeout %s: want > 0", c.AcquireTimeout)
+	case c.Name == "":
+		return errors.New("-name: want a replica name")
+	}
+	return nil
+}
+
+func usageErr(stderr io.Writer, format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	fmt.Fprintln(stderr, "inventory:", err)
+	return err
+}

@@ -1,0 +1,129 @@
+// Command inventory is the locklab service: it sells one unit of stock per
+// POST /sale, guarded by the lock version chosen with -lock.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/locklab/locklab/internal/sale"
+	"github.com/locklab/locklab/internal/server"
+	"github.com/locklab/locklab/internal/versions"
+	"github.com/redis/go-redis/v9"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stderr))
+}
+
+// run is the whole program; it returns the exit status: 0 after a clean stop,
+// 1 when the service fails, 2 for bad flags.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("replica", cfg.Name)
+	redis.SetLogger(redisLogger{log})
+
+	ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
+	if err != nil {
+		log.Error("cannot listen", "port", cfg.Port, "err", err)
+		return 1
+	}
+	if err := serve(ctx, cfg, ln, log); err != nil {
+		log.Error("stopped with an error", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// serve builds the dependencies, serves on ln until ctx ends, then stops
+// cleanly: no new connections, in-flight sales finish and release their locks,
+// watchdogs stop, Redis connections close.
+func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) error {
+	// Short network timeouts: a dead node must turn into a 503 quickly, not
+	// hold a request for go-redis's default 3 s per attempt.
+	opts := func(addr string) *redis.Options {
+		return &redis.Options{Addr: addr, Password: cfg.RedisPassword,
+			DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
+			MaxRetries: -1, DialerRetries: 1, PoolSize: 128}
+	}
+	rdb := redis.NewClient(opts(cfg.Redis))
+	defer rdb.Close()
+	nodes := make([]redis.UniversalClient, len(cfg.Redlock))
+	for i, addr := range cfg.Redlock {
+		c := redis.NewClient(opts(addr))
+		defer c.Close()
+		nodes[i] = c
+	}
+
+	methods, stopGuards := versions.Build(versions.Deps{
+		Redis: rdb, Redlock: nodes, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, Log: log,
+	})
+	defer stopGuards()
+
+	svc := sale.New(rdb, sale.Options{Key: cfg.Key, Work: cfg.Work, AcquireTimeout: cfg.AcquireTimeout})
+	ready := func(ctx context.Context) error {
+		if err := rdb.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("redis %s: %w", cfg.Redis, err)
+		}
+		return nil
+	}
+	srv := &http.Server{
+		Handler: server.New(server.Config{
+			Seller: svc, Methods: methods, Names: versions.Names(), Lock: cfg.Lock,
+			Override: cfg.LockOverride, Replica: cfg.Name, AdminToken: cfg.AdminToken,
+			Ready: ready, Log: log,
+		}),
+		ReadHeaderTimeout: 5 * time.Second,
+	}
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("serving", "addr", ln.Addr().String(), "lock", cfg.Lock, "lock_override", cfg.LockOverride,
+		"redis", cfg.Redis, "redlock", cfg.Redlock, "ttl", cfg.TTL.String(), "retry", cfg.Retry.String(), "work", cfg.Work.String())
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing in-flight sales")
+	// Long enough for a sale that is waiting for its lock and then working.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.AcquireTimeout+cfg.Work+5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// redisLogger sends go-redis's own messages (failed dials, pool trouble) to
+// slog at debug: each failure they describe already reaches the caller as an
+// error, which is logged at warn where it is handled.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.DebugContext(ctx, fmt.Sprintf(format, v...), "source", "go-redis")
+}

@@ -1,0 +1,91 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/internal/locks/redlock"
+	"github.com/locklab/locklab/internal/locktest"
+	"github.com/locklab/locklab/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// cluster starts three independent redis-servers.
+func cluster(t *testing.T) [3]*redistest.Server {
+	return [3]*redistest.Server{redistest.Start(t), redistest.Start(t), redistest.Start(t)}
+}
+
+// locker builds a Locker with its own clients, as one replica would.
+func locker(nodes [3]*redistest.Server, ttl time.Duration) *redlock.Locker {
+	clients := make([]redis.UniversalClient, len(nodes))
+	for i, n := range nodes {
+		clients[i] = n.Client()
+	}
+	return redlock.New(clients, redlock.Options{Key: "lock", TTL: ttl, Retry: time.Millisecond})
+}
+
+func TestExcludesAcrossInstances(t *testing.T) {
+	nodes := cluster(t)
+	locktest.Exclusion(t, nodes[0].Client(), locker(nodes, 10*time.Second), locker(nodes, 10*time.Second))
+}
+
+func TestOneNodeDown(t *testing.T) {
+	nodes := cluster(t)
+	nodes[1].Stop()
+	l := locker(nodes, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	release, err := l.Acquire(ctx, "A")
+	if err != nil {
+		t.Fatalf("with one of three nodes down: %v", err)
+	}
+	// Still exclusive on the remaining majority.
+	locktest.Waits(t, l, "B")
+	if err := release(ctx); err != nil {
+		t.Fatalf("release with one node down: %v", err)
+	}
+	if _, err := l.Acquire(ctx, "B"); err != nil {
+		t.Fatalf("after release: %v", err)
+	}
+}
+
+// With two of three down no majority is possible: a clear error at once, not a
+// wait until the deadline.
+func TestTwoNodesDown(t *testing.T) {
+	nodes := cluster(t)
+	nodes[0].Stop()
+	nodes[2].Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := locker(nodes, 10*time.Second).Acquire(ctx, "A")
+	if !errors.Is(err, redlock.ErrNoQuorum) {
+		t.Fatalf("err = %v, want ErrNoQuorum", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the acquisition waited until its deadline instead of failing at once")
+	}
+}
+
+func TestLateReleaseReportsLostLock(t *testing.T) {
+	nodes := cluster(t)
+	l := locker(nodes, 60*time.Millisecond)
+	ctx := context.Background()
+	release, err := l.Acquire(ctx, "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clients := []*redis.Client{nodes[0].Client(), nodes[1].Client(), nodes[2].Client()}
+	locktest.WaitFor(t, 5*time.Second, "the lease to expire on every node", func() bool {
+		for _, c := range clients {
+			if c.Exists(ctx, "lock").Val() != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if err := release(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("late release: err = %v, want ErrNotHeld", err)
+	}
+}

@@ -1,0 +1,118 @@
+package lua_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	lua "github.com/locklab/locklab/internal/locks/v6_lua"
+	"github.com/locklab/locklab/internal/locktest"
+	"github.com/locklab/locklab/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+func TestExcludesAcrossInstances(t *testing.T) {
+	srv := redistest.Start(t)
+	key := "lock:" + t.Name()
+	locktest.Exclusion(t, srv.Client(),
+		lua.New(srv.Client(), key, 20*time.Second, time.Millisecond),
+		lua.New(srv.Client(), key, 20*time.Second, time.Millisecond))
+}
+
+func TestExpiryWithinTTL(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	ttl := 1500 * time.Millisecond
+	release, err := lua.New(rdb, "lock", ttl, time.Millisecond).Acquire(ctx, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release(ctx)
+	if pttl := rdb.PTTL(ctx, "lock").Val(); pttl <= 0 || pttl > ttl {
+		t.Fatalf("PTTL = %v, want in (0, %v]", pttl, ttl)
+	}
+}
+
+// A late release (lease expired, another owner holds the lock) deletes nothing.
+func TestKeepsSuccessorsLock(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	l := lua.New(rdb, "lock", 50*time.Millisecond, time.Millisecond)
+	releaseA, err := l.Acquire(ctx, "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	locktest.WaitFor(t, 5*time.Second, "A's lease to expire", func() bool { return rdb.Exists(ctx, "lock").Val() == 0 })
+	if _, err := l.Acquire(ctx, "B"); err != nil {
+		t.Fatal(err)
+	}
+	if err := releaseA(ctx); !errors.Is(err, lua.ErrNotHeld) {
+		t.Fatalf("A's late release: err = %v, want ErrNotHeld", err)
+	}
+	if v := rdb.Get(ctx, "lock").Val(); v != "B" {
+		t.Fatalf("lock holds %q, want B", v)
+	}
+}
+
+// recorder is a go-redis hook that records every command Redis executed (an
+// EVALSHA refused with NOSCRIPT executed nothing: go-redis then sends EVAL).
+type recorder struct {
+	mu   sync.Mutex
+	cmds []string
+}
+
+func (r *recorder) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *recorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (r *recorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err == nil || !strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			r.mu.Lock()
+			r.cmds = append(r.cmds, strings.ToLower(cmd.Name()))
+			r.mu.Unlock()
+		}
+		return err
+	}
+}
+
+// The release is one command (a script), so nothing can happen between the
+// owner check and the delete; v5 sends GET then DEL.
+func TestReleaseIsOneStep(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	rec := &recorder{}
+	rdb.AddHook(rec)
+	release, err := lua.New(rdb, "lock", time.Second, time.Millisecond).Acquire(ctx, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	rec.cmds = nil
+	rec.mu.Unlock()
+	if err := release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.cmds) != 1 || (rec.cmds[0] != "evalsha" && rec.cmds[0] != "eval") {
+		t.Fatalf("release sent %v, want one EVALSHA or EVAL", rec.cmds)
+	}
+	if rdb.Exists(ctx, "lock").Val() != 0 {
+		t.Fatal("lock still there after release")
+	}
+}
+
+// v6 is not reentrant: the same owner asking again waits on itself.
+func TestNotReentrant(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	l := lua.New(rdb, "lock", 20*time.Second, time.Millisecond)
+	release, err := l.Acquire(context.Background(), "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release(context.Background())
+	locktest.Waits(t, l, "owner") // the same owner: it waits on itself
+}

@@ -1,0 +1,81 @@
+// Package reentrant is the tutorial's v7: a lock that the same owner may take
+// again while holding it. The lock is a Redis hash, field = owner, value = the
+// number of nested holds; both acquire and release are Lua scripts.
+//
+// What it still gets wrong: the lease is fixed. Work that outlasts the TTL
+// loses the lock while still running, and another owner walks in (v8 adds the
+// watchdog that renews it).
+package reentrant
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/locklab/locklab/internal/locks/retry"
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNotHeld means the owner held nothing at release: the lease expired while
+// it was working.
+var ErrNotHeld = errors.New("reentrant: lock not held at release")
+
+var (
+	//go:embed acquire.lua
+	acquireSrc string
+	//go:embed release.lua
+	releaseSrc string
+
+	acquireScript = redis.NewScript(acquireSrc)
+	releaseScript = redis.NewScript(releaseSrc)
+)
+
+// Options configure a Locker.
+type Options struct {
+	Key   string        // the lock key (a hash)
+	TTL   time.Duration // lease, sent to Redis in milliseconds
+	Retry time.Duration // wait between attempts while another owner holds it
+}
+
+// Locker is a v7 lock, safe for concurrent use.
+type Locker struct {
+	rdb  redis.Scripter
+	opts Options
+}
+
+// New returns a Locker over rdb.
+func New(rdb redis.Scripter, opts Options) *Locker {
+	return &Locker{rdb: rdb, opts: opts}
+}
+
+// Key is the lock key.
+func (l *Locker) Key() string { return l.opts.Key }
+
+// TTL is the lease each acquisition sets.
+func (l *Locker) TTL() time.Duration { return l.opts.TTL }
+
+// Acquire takes one hold for owner, waiting while another owner holds the lock.
+// An owner that already holds it gets another hold at once.
+func (l *Locker) Acquire(ctx context.Context, owner string) (func(context.Context) error, error) {
+	err := retry.Until(ctx, l.opts.Retry, func(ctx context.Context) (bool, error) {
+		n, err := acquireScript.Run(ctx, l.rdb, []string{l.opts.Key}, owner, l.opts.TTL.Milliseconds()).Int()
+		return n == 1, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reentrant: acquire %s: %w", l.opts.Key, err)
+	}
+	return func(ctx context.Context) error { return l.release(ctx, owner) }, nil
+}
+
+func (l *Locker) release(ctx context.Context, owner string) error {
+	n, err := releaseScript.Run(ctx, l.rdb, []string{l.opts.Key}, owner).Int()
+	if err != nil {
+		return fmt.Errorf("reentrant: release %s: %w", l.opts.Key, err)
+	}
+	if n < 0 {
+		return ErrNotHeld
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package reentrant_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	reentrant "github.com/locklab/locklab/internal/locks/v7_reentrant"
+	"github.com/locklab/locklab/internal/locktest"
+	"github.com/locklab/locklab/internal/redistest"
+)
+
+func TestExcludesAcrossInstances(t *testing.T) {
+	srv := redistest.Start(t)
+	o := reentrant.Options{Key: "lock:" + t.Name(), TTL: 20 * time.Second, Retry: time.Millisecond}
+	locktest.Exclusion(t, srv.Client(), reentrant.New(srv.Client(), o), reentrant.New(srv.Client(), o))
+}
+
+// The tutorial sent 20 s as a time.Duration to EXPIRE: 20,000,000,000 s. The
+// lease must be within the TTL, and the lock must really expire.
+func TestLeaseIsMilliseconds(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	o := reentrant.Options{Key: "lock", TTL: 20 * time.Second, Retry: time.Millisecond}
+	release, err := reentrant.New(rdb, o).Acquire(ctx, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pttl := rdb.PTTL(ctx, "lock").Val(); pttl <= 0 || pttl > o.TTL {
+		t.Fatalf("PTTL = %v, want in (0, %v]", pttl, o.TTL)
+	}
+	if err := release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	o.TTL = 50 * time.Millisecond
+	if _, err := reentrant.New(rdb, o).Acquire(ctx, "owner"); err != nil {
+		t.Fatal(err)
+	}
+	locktest.WaitFor(t, 5*time.Second, "the 50ms lease to expire", func() bool { return rdb.Exists(ctx, "lock").Val() == 0 })
+}
+
+func TestReentrantCounts(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	l := reentrant.New(rdb, reentrant.Options{Key: "lock", TTL: 20 * time.Second, Retry: time.Millisecond})
+	outer, err := l.Acquire(ctx, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, err := l.Acquire(ctx, "owner")
+	if err != nil {
+		t.Fatalf("nested Acquire by the same owner: %v", err)
+	}
+	if n := rdb.HGet(ctx, "lock", "owner").Val(); n != "2" {
+		t.Fatalf("hold count = %q, want 2", n)
+	}
+
+	locktest.Waits(t, l, "other")
+
+	if err := inner(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.HGet(ctx, "lock", "owner").Val(); n != "1" {
+		t.Fatalf("hold count after one release = %q, want 1", n)
+	}
+	if err := outer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rdb.Exists(ctx, "lock").Val() != 0 {
+		t.Fatal("lock still there after the outermost release")
+	}
+	if err := outer(ctx); !errors.Is(err, reentrant.ErrNotHeld) {
+		t.Fatalf("release of a lock not held: err = %v, want ErrNotHeld", err)
+	}
+}

@@ -1,0 +1,135 @@
+// Package locktest holds the checks every guard is put through, against a
+// real Redis: mutual exclusion across two independent instances (two
+// "replicas" of the service), and the lost update when a guard does not
+// exclude across them.
+package locktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Guard is the lock interface under test (sale.Guard's shape).
+type Guard interface {
+	Acquire(ctx context.Context, owner string) (release func(context.Context) error, err error)
+}
+
+// Exclusion runs workers goroutines on each of the two guards, each doing
+// rounds read-modify-write increments of a counter in rdb under the lock, with
+// a pause between the read and the write so that any overlap loses an update.
+// It fails the test unless the final count is exact and no two holders ever
+// overlapped.
+func Exclusion(t *testing.T, rdb *redis.Client, a, b Guard) {
+	t.Helper()
+	if err := exclusion(rdb, "locktest:counter:"+t.Name(), a, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func exclusion(rdb *redis.Client, counter string, a, b Guard) error {
+	const workers, rounds = 4, 15
+	ctx := context.Background()
+	if err := rdb.Del(ctx, counter).Err(); err != nil {
+		return err
+	}
+	var holders, maxHolders atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*workers)
+	for gi, g := range []Guard{a, b} {
+		for w := range workers {
+			wg.Go(func() {
+				for r := range rounds {
+					owner := fmt.Sprintf("replica%d-worker%d-round%d", gi, w, r)
+					if err := increment(ctx, rdb, g, owner, counter, &holders, &maxHolders); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	got, err := rdb.Get(ctx, counter).Int()
+	if err != nil {
+		return err
+	}
+	if want := 2 * workers * rounds; got != want || maxHolders.Load() != 1 {
+		return fmt.Errorf("counter = %d, want %d; most holders at once = %d, want 1", got, want, maxHolders.Load())
+	}
+	return nil
+}
+
+func increment(ctx context.Context, rdb *redis.Client, g Guard, owner, counter string, holders, maxHolders *atomic.Int32) error {
+	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	release, err := g.Acquire(actx, owner)
+	if err != nil {
+		return fmt.Errorf("acquire %s: %w", owner, err)
+	}
+	h := holders.Add(1)
+	for m := maxHolders.Load(); h > m && !maxHolders.CompareAndSwap(m, h); m = maxHolders.Load() {
+	}
+	n, err := rdb.Get(ctx, counter).Int()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	time.Sleep(200 * time.Microsecond) // widen the read-modify-write window
+	if err := rdb.Set(ctx, counter, n+1, 0).Err(); err != nil {
+		return err
+	}
+	holders.Add(-1)
+	if err := release(ctx); err != nil {
+		return fmt.Errorf("release %s: %w", owner, err)
+	}
+	return nil
+}
+
+// LostUpdate shows a guard that does not exclude across instances: a and b
+// each grant their lock at the same time, both holders read the counter, then
+// both write it, and two increments leave it at 1. It fails the test if the
+// second guard makes its caller wait or the update is not lost.
+func LostUpdate(t *testing.T, rdb *redis.Client, a, b Guard) {
+	t.Helper()
+	ctx := context.Background()
+	counter := "locktest:lost:" + t.Name()
+	if err := rdb.Set(ctx, counter, 0, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var reads [2]int
+	var releases [2]func(context.Context) error
+	for i, g := range []Guard{a, b} {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		release, err := g.Acquire(actx, "owner"+strconv.Itoa(i))
+		cancel()
+		if err != nil {
+			t.Fatalf("guard %d did not grant its lock while the other guard's was held: %v", i, err)
+		}
+		releases[i] = release
+		if reads[i], err = rdb.Get(ctx, counter).Int(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 2 {
+		if err := rdb.Set(ctx, counter, reads[i]+1, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := releases[i](ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := rdb.Get(ctx, counter).Int(); err != nil || got != 1 {
+		t.Fatalf("after two overlapping increments counter = %d (err %v), want 1: the lost update", got, err)
+	}
+}

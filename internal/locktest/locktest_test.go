@@ -1,0 +1,17 @@
+package locktest
+
+import (
+	"testing"
+
+	mutex "github.com/locklab/locklab/internal/locks/v1_mutex"
+	"github.com/locklab/locklab/internal/redistest"
+)
+
+// The exclusion check must catch a guard that does not exclude: two process
+// mutexes stand for two replicas, each locking only itself.
+func TestExclusionCatchesOverlap(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	if err := exclusion(rdb, "locktest:self", mutex.New(), mutex.New()); err == nil {
+		t.Fatal("exclusion passed two independent mutexes; it must report the overlap")
+	}
+}

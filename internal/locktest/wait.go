@@ -1,0 +1,35 @@
+package locktest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// WaitFor polls cond, an observable state (a key gone, a goroutine count),
+// until it holds, and fails the test if it does not within limit.
+func WaitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", limit, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Waits asserts that owner's Acquire on g, made while the lock is held, waits
+// until its deadline (30ms) instead of being granted or failing.
+func Waits(t *testing.T, g Guard, owner string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	if release, err := g.Acquire(ctx, owner); !errors.Is(err, context.DeadlineExceeded) {
+		if err == nil {
+			_ = release(context.Background())
+		}
+		t.Fatalf("Acquire by %q while the lock is held: err = %v, want context.DeadlineExceeded", owner, err)
+	}
+}

@@ -1,0 +1,131 @@
+// Package redistest starts real redis-server processes for tests, each on a
+// free port, and stops them when the test ends. No mock Redis: the locks'
+// behaviour is Redis's behaviour.
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is one running redis-server.
+type Server struct {
+	Addr string
+	port int
+	tb   testing.TB
+
+	mu     sync.Mutex
+	proc   *os.Process   // nil when stopped
+	exited chan struct{} // closed when proc has exited
+}
+
+// Start starts a redis-server with no persistence on a free loopback port and
+// waits until it answers PING. It fails the test, saying how to install
+// redis-server, when the binary is missing.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		tb.Fatal("redis-server not found in PATH; the tests need a real Redis: apt-get install redis-server (Debian/Ubuntu) or brew install redis")
+	}
+	s := &Server{tb: tb}
+	var err error
+	for range 5 { // a free port can be taken between choosing and binding it
+		if s.port, err = freePort(); err != nil {
+			tb.Fatal(err)
+		}
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
+		if err = s.start(); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Stop)
+	return s
+}
+
+// Client returns a client for s, closed when the test ends.
+func (s *Server) Client() *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialerRetries: 1, PoolSize: 64})
+	s.tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Stop kills the server (as a crash would) and waits for it to exit. It is
+// safe to call more than once.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return
+	}
+	_ = s.proc.Signal(syscall.SIGKILL)
+	<-s.exited
+	s.proc = nil
+}
+
+// Restart starts a stopped server again on the same port, empty.
+func (s *Server) Restart() {
+	s.tb.Helper()
+	if err := s.start(); err != nil {
+		s.tb.Fatal(err)
+	}
+}
+
+func (s *Server) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning")
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+
+	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialerRetries: 1})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case <-exited:
+			return fmt.Errorf("redis-server on port %d exited at start (port taken?)", s.port)
+		default:
+		}
+		// Dial first: go-redis logs every failed dial, and a starting
+		// server refuses a few.
+		if conn, err := net.Dial("tcp", s.Addr); err == nil {
+			conn.Close()
+			if c.Ping(context.Background()).Err() == nil {
+				s.proc, s.exited = cmd.Process, exited
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-exited
+			return fmt.Errorf("redis-server on port %d did not answer PING within 10s", s.port)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the observable state: PING
+	}
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

@@ -1,0 +1,235 @@
+// Package sale is the business step every version protects: sell one unit of
+// stock held in Redis. Under a guard it is the tutorial's read-check-write
+// (GET, compare, SET), a read-modify-write that oversells whenever two callers
+// overlap, which is exactly what makes the locks' differences visible.
+package sale
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/petermattis/goid"
+	"github.com/redis/go-redis/v9"
+)
+
+// Guard is one lock design. Acquire blocks until owner holds the lock or ctx
+// ends, and returns the function that releases it. Passing the owner in (the
+// tutorial's uuid:goroutine-id) is what lets a reentrant guard recognise a
+// nested acquisition by the same caller.
+type Guard interface {
+	Acquire(ctx context.Context, owner string) (release func(context.Context) error, err error)
+}
+
+// Method is how one version sells.
+type Method struct {
+	Name   string
+	Guard  Guard // nil: no lock at all (the baseline), unless Atomic
+	Nested bool  // take the guard twice, nested, as the tutorial's v7 does
+	Atomic bool  // no lock: one Lua script checks and decrements
+}
+
+var (
+	// ErrSoldOut means the stock was 0: nothing was sold.
+	ErrSoldOut = errors.New("sale: sold out")
+	// ErrLockTimeout means the lock was not obtained before the acquire
+	// deadline: nothing was sold, the caller may retry.
+	ErrLockTimeout = errors.New("sale: lock not obtained in time")
+	// ErrStockMissing means the stock key does not exist. It is never
+	// reported as sold out: an unset key is a deployment error, not zero stock.
+	ErrStockMissing = errors.New("sale: stock key is not set")
+	// ErrStockCorrupt means the stock key does not hold a whole number.
+	ErrStockCorrupt = errors.New("sale: stock is not an integer")
+)
+
+// Result is one successful sale.
+type Result struct {
+	Remaining int64
+	// ReleaseErr is set when the sale went through but releasing the lock
+	// failed, typically because the lease expired while the sale ran: the
+	// unit is sold, and the lock did not protect it all the way.
+	ReleaseErr error
+}
+
+// Client is the part of a Redis client the sale uses.
+type Client interface {
+	redis.Scripter
+	Get(ctx context.Context, key string) *redis.StringCmd
+	Set(ctx context.Context, key string, value any, expiration time.Duration) *redis.StatusCmd
+}
+
+// Service sells from one stock key.
+type Service struct {
+	rdb            Client
+	key            string
+	work           time.Duration
+	acquireTimeout time.Duration
+	releaseTimeout time.Duration
+}
+
+// Options configure a Service.
+type Options struct {
+	Key string // the stock key, inventory:001
+	// Work is simulated business time between reading and writing the stock.
+	// It widens the read-modify-write window, so a lost lease shows as oversell.
+	Work time.Duration
+	// AcquireTimeout bounds the wait for the lock (the tutorial waits forever).
+	AcquireTimeout time.Duration
+}
+
+// New returns a Service over rdb, the stock's Redis.
+func New(rdb Client, opts Options) *Service {
+	return &Service{
+		rdb:            rdb,
+		key:            opts.Key,
+		work:           opts.Work,
+		acquireTimeout: opts.AcquireTimeout,
+		releaseTimeout: 5 * time.Second,
+	}
+}
+
+// Key is the stock key.
+func (s *Service) Key() string { return s.key }
+
+// Sell sells one unit the way m says. It returns ErrSoldOut, ErrLockTimeout,
+// ErrStockMissing, ErrStockCorrupt, a context error when the caller went away,
+// or the Redis error that stopped it; in none of those cases was stock taken.
+func (s *Service) Sell(ctx context.Context, m Method) (Result, error) {
+	if m.Atomic {
+		return s.sellAtomic(ctx)
+	}
+	if m.Guard == nil {
+		return s.readCheckWrite(ctx)
+	}
+	owner := uuid.NewString() + ":" + strconv.FormatInt(goid.Get(), 10)
+	release, err := s.acquire(ctx, m.Guard, owner)
+	if err != nil {
+		return Result{}, err
+	}
+	if m.Nested {
+		inner, err := s.acquire(ctx, m.Guard, owner)
+		if err != nil {
+			return Result{}, errors.Join(err, s.release(ctx, release))
+		}
+		release = s.chain(inner, release)
+	}
+	res, err := s.readCheckWrite(ctx)
+	relErr := s.release(ctx, release)
+	if err != nil {
+		return Result{}, err
+	}
+	res.ReleaseErr = relErr
+	return res, nil
+}
+
+// acquire waits for the guard at most acquireTimeout.
+func (s *Service) acquire(ctx context.Context, g Guard, owner string) (func(context.Context) error, error) {
+	actx, cancel := context.WithTimeout(ctx, s.acquireTimeout)
+	defer cancel()
+	release, err := g.Acquire(actx, owner)
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("%w (%s): %w", ErrLockTimeout, s.acquireTimeout, err)
+		}
+		return nil, err
+	}
+	return release, nil
+}
+
+// release runs even when the request is gone: a lock left behind blocks every
+// other sale until its lease ends (or forever, for v3).
+func (s *Service) release(ctx context.Context, release func(context.Context) error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.releaseTimeout)
+	defer cancel()
+	return release(rctx)
+}
+
+// chain releases inner, then outer, in that order, keeping both errors.
+func (s *Service) chain(inner, outer func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		return errors.Join(inner(ctx), outer(ctx))
+	}
+}
+
+// readCheckWrite is the tutorial's business step: GET, check, wait out the
+// business time, SET. It is not atomic; only a guard around it makes it safe.
+func (s *Service) readCheckWrite(ctx context.Context) (Result, error) {
+	n, err := s.Stock(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	if n <= 0 {
+		return Result{}, ErrSoldOut
+	}
+	if s.work > 0 {
+		t := time.NewTimer(s.work)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return Result{}, context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+	if err := s.rdb.Set(ctx, s.key, n-1, 0).Err(); err != nil {
+		return Result{}, fmt.Errorf("sale: write stock: %w", err)
+	}
+	return Result{Remaining: n - 1}, nil
+}
+
+//go:embed decrement.lua
+var decrementSrc string
+
+var decrementScript = redis.NewScript(decrementSrc)
+
+func (s *Service) sellAtomic(ctx context.Context) (Result, error) {
+	n, err := decrementScript.Run(ctx, s.rdb, []string{s.key}).Int64()
+	switch {
+	case err != nil && isNotInteger(err):
+		return Result{}, fmt.Errorf("%w: %s: %w", ErrStockCorrupt, s.key, err)
+	case err != nil:
+		return Result{}, fmt.Errorf("sale: atomic decrement: %w", err)
+	case n == -2:
+		return Result{}, fmt.Errorf("%w: %s", ErrStockMissing, s.key)
+	case n == -1:
+		return Result{}, ErrSoldOut
+	}
+	return Result{Remaining: n}, nil
+}
+
+// isNotInteger reports Redis refusing to DECR a value that is not an integer.
+func isNotInteger(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.Contains(rerr.Error(), "not an integer")
+}
+
+// Stock reads the stock. A missing key is ErrStockMissing, never zero.
+func (s *Service) Stock(ctx context.Context) (int64, error) {
+	v, err := s.rdb.Get(ctx, s.key).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, fmt.Errorf("%w: %s", ErrStockMissing, s.key)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sale: read stock: %w", err)
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s = %q", ErrStockCorrupt, s.key, v)
+	}
+	return n, nil
+}
+
+// SetStock sets the stock (resetting it between runs).
+func (s *Service) SetStock(ctx context.Context, n int64) error {
+	if n < 0 {
+		return fmt.Errorf("sale: stock must not be negative, got %d", n)
+	}
+	if err := s.rdb.Set(ctx, s.key, n, 0).Err(); err != nil {
+		return fmt.Errorf("sale: write stock: %w", err)
+	}
+	return nil
+}

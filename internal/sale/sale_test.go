@@ -1,0 +1,242 @@
+package sale_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	mutex "github.com/locklab/locklab/internal/locks/v1_mutex"
+	lua "github.com/locklab/locklab/internal/locks/v6_lua"
+	reentrant "github.com/locklab/locklab/internal/locks/v7_reentrant"
+	"github.com/locklab/locklab/internal/redistest"
+	"github.com/locklab/locklab/internal/sale"
+	"github.com/redis/go-redis/v9"
+)
+
+const key = "inventory:001"
+
+func newService(rdb sale.Client, timeout time.Duration) *sale.Service {
+	return sale.New(rdb, sale.Options{Key: key, AcquireTimeout: timeout})
+}
+
+func setStock(t *testing.T, rdb *redis.Client, v any) {
+	t.Helper()
+	if err := rdb.Set(context.Background(), key, v, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func stock(t *testing.T, rdb *redis.Client) int {
+	t.Helper()
+	n, err := rdb.Get(context.Background(), key).Int()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// barrier wraps the real client so that every GET of the stock waits until
+// the given number of GETs have been made: the sales that share it all read
+// the stock before any of them writes it. That makes an overlap certain
+// instead of likely.
+type barrier struct {
+	sale.Client
+	arrived sync.WaitGroup
+}
+
+func newBarrier(c sale.Client, n int) *barrier {
+	b := &barrier{Client: c}
+	b.arrived.Add(n)
+	return b
+}
+
+func (b *barrier) Get(ctx context.Context, k string) *redis.StringCmd {
+	cmd := b.Client.Get(ctx, k)
+	b.arrived.Done()
+	b.arrived.Wait()
+	return cmd
+}
+
+// Two replicas whose sales overlap both sell, and the stock drops by one:
+// the oversell, with no lock (none) and with a lock per process (v1).
+func TestOverlappingSalesOversell(t *testing.T) {
+	for name, guards := range map[string][2]sale.Guard{
+		"none": {nil, nil},
+		"v1":   {mutex.New(), mutex.New()},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rdb := redistest.Start(t).Client()
+			setStock(t, rdb, 10)
+			b := newBarrier(rdb, 2)
+			var sold atomic.Int32
+			var wg sync.WaitGroup
+			for _, g := range guards {
+				wg.Go(func() {
+					_, err := newService(b, time.Second).Sell(context.Background(), sale.Method{Name: name, Guard: g})
+					if err == nil {
+						sold.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			if got := stock(t, rdb); sold.Load() != 2 || got != 9 {
+				t.Fatalf("sold %d with stock 10 -> %d; want 2 sold and stock 9 (one unit sold twice)", sold.Load(), got)
+			}
+		})
+	}
+}
+
+// sellConcurrently runs n sales split over two replicas and returns how many sold.
+func sellConcurrently(t *testing.T, rdb *redis.Client, n int, m [2]sale.Method) int {
+	t.Helper()
+	var sold atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			_, err := newService(rdb, 30*time.Second).Sell(context.Background(), m[i%2])
+			switch {
+			case err == nil:
+				sold.Add(1)
+			case !errors.Is(err, sale.ErrSoldOut):
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return int(sold.Load())
+}
+
+func TestGuardedAndAtomicSellExactly(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	for name, m := range map[string][2]sale.Method{
+		"v6": {{Guard: lua.New(srv.Client(), "lock", 20*time.Second, time.Millisecond)},
+			{Guard: lua.New(srv.Client(), "lock", 20*time.Second, time.Millisecond)}},
+		"atomic": {{Atomic: true}, {Atomic: true}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			setStock(t, rdb, 25)
+			if sold := sellConcurrently(t, rdb, 40, m); sold != 25 || stock(t, rdb) != 0 {
+				t.Fatalf("sold %d, stock %d; want 25 sold, stock 0", sold, stock(t, rdb))
+			}
+		})
+	}
+}
+
+// A missing or non-numeric stock is an error, never "sold out".
+func TestBadStock(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	svc := newService(rdb, time.Second)
+	for _, m := range []sale.Method{{Name: "none"}, {Name: "atomic", Atomic: true}} {
+		t.Run(m.Name, func(t *testing.T) {
+			if err := rdb.Del(context.Background(), key).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := svc.Sell(context.Background(), m); !errors.Is(err, sale.ErrStockMissing) {
+				t.Fatalf("missing key: err = %v, want ErrStockMissing", err)
+			}
+			for _, v := range []string{"abc", "1.5"} {
+				setStock(t, rdb, v)
+				if _, err := svc.Sell(context.Background(), m); !errors.Is(err, sale.ErrStockCorrupt) {
+					t.Fatalf("stock %q: err = %v, want ErrStockCorrupt", v, err)
+				}
+			}
+			setStock(t, rdb, 0)
+			if _, err := svc.Sell(context.Background(), m); !errors.Is(err, sale.ErrSoldOut) {
+				t.Fatalf("stock 0: err = %v, want ErrSoldOut", err)
+			}
+			if stock(t, rdb) != 0 {
+				t.Fatal("stock changed by a sold-out sale")
+			}
+		})
+	}
+}
+
+func TestLockTimeoutSellsNothing(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	setStock(t, rdb, 5)
+	g := lua.New(rdb, "lock", 20*time.Second, time.Millisecond)
+	release, err := g.Acquire(context.Background(), "someone else")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release(context.Background())
+	_, err = newService(rdb, 30*time.Millisecond).Sell(context.Background(), sale.Method{Guard: g})
+	if !errors.Is(err, sale.ErrLockTimeout) {
+		t.Fatalf("err = %v, want ErrLockTimeout", err)
+	}
+	if stock(t, rdb) != 5 {
+		t.Fatal("stock changed without the lock")
+	}
+}
+
+// A client that goes away while waiting is not a lock timeout, and leaves no lock.
+func TestClientGoneWhileWaiting(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	setStock(t, rdb, 5)
+	g := lua.New(rdb, "lock", 20*time.Second, time.Millisecond)
+	release, err := g.Acquire(context.Background(), "holder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		_, err := newService(rdb, 10*time.Second).Sell(ctx, sale.Method{Guard: g})
+		done <- err
+	}()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) || errors.Is(err, sale.ErrLockTimeout) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if err := release(context.Background()); err != nil {
+		t.Fatalf("the holder's lock was disturbed: %v", err)
+	}
+	if rdb.Exists(context.Background(), "lock").Val() != 0 {
+		t.Fatal("a lock was left behind")
+	}
+}
+
+// The tutorial's v7 /sale takes the lock twice. A reentrant guard sells; a
+// non-reentrant one (v6) waits on itself until the deadline, sells nothing
+// and releases its outer hold.
+func TestNestedAcquisition(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	setStock(t, rdb, 5)
+	svc := newService(rdb, 50*time.Millisecond)
+	v7 := reentrant.New(rdb, reentrant.Options{Key: "lock7", TTL: 20 * time.Second, Retry: time.Millisecond})
+	if res, err := svc.Sell(context.Background(), sale.Method{Guard: v7, Nested: true}); err != nil || res.Remaining != 4 {
+		t.Fatalf("v7 nested: remaining %d, err %v; want 4, nil", res.Remaining, err)
+	}
+	v6 := lua.New(rdb, "lock6", 20*time.Second, time.Millisecond)
+	if _, err := svc.Sell(context.Background(), sale.Method{Guard: v6, Nested: true}); !errors.Is(err, sale.ErrLockTimeout) {
+		t.Fatalf("v6 nested: err = %v, want ErrLockTimeout", err)
+	}
+	if stock(t, rdb) != 4 || rdb.Exists(context.Background(), "lock6", "lock7").Val() != 0 {
+		t.Fatal("stock changed or a lock was left behind")
+	}
+}
+
+// Work longer than the lease: the sale goes through but reports that its
+// lock expired before release.
+func TestLeaseLostDuringWorkIsReported(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	setStock(t, rdb, 5)
+	svc := sale.New(rdb, sale.Options{Key: key, AcquireTimeout: time.Second, Work: 150 * time.Millisecond})
+	g := lua.New(rdb, "lock", 30*time.Millisecond, time.Millisecond)
+	res, err := svc.Sell(context.Background(), sale.Method{Guard: g})
+	if err != nil || res.Remaining != 4 {
+		t.Fatalf("remaining %d, err %v; want 4, nil", res.Remaining, err)
+	}
+	if !errors.Is(res.ReleaseErr, lua.ErrNotHeld) {
+		t.Fatalf("ReleaseErr = %v, want lua.ErrNotHeld", res.ReleaseErr)
+	}
+}

@@ -1,0 +1,234 @@
+// Package server is the inventory service's HTTP API. Every reply is JSON, so a
+// load test can classify each one, and every error maps to a status in one
+// table (statusOf).
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/locklab/locklab/internal/sale"
+)
+
+// Seller is the sale service the handlers drive.
+type Seller interface {
+	Sell(ctx context.Context, m sale.Method) (sale.Result, error)
+	Stock(ctx context.Context) (int64, error)
+	SetStock(ctx context.Context, n int64) error
+	Key() string
+}
+
+// Config holds the handlers' dependencies.
+type Config struct {
+	Seller  Seller
+	Methods map[string]sale.Method // every version by name
+	Names   []string               // the names, in order, for error messages
+	Lock    string                 // the default version
+	// Override lets /sale?lock=NAME choose the version per request, so one
+	// running cluster can be compared across versions.
+	Override   bool
+	Replica    string
+	AdminToken string                          // empty: admin endpoints open
+	Ready      func(ctx context.Context) error // nil error: dependencies reachable
+	Log        *slog.Logger
+}
+
+type handlers struct{ Config }
+
+// New returns the service's routes.
+func New(cfg Config) http.Handler {
+	h := &handlers{cfg}
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID, middleware.Recoverer)
+	r.Get("/sale", h.sale)
+	r.Post("/sale", h.sale)
+	r.Get("/stock", h.stock)
+	r.With(h.admin).Put("/stock", h.setStock)
+	r.Get("/healthz", h.healthz)
+	r.Get("/readyz", h.readyz)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusNotFound, errorBody{Error: "no such endpoint: " + r.URL.Path, Code: "not_found"})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: r.Method + " is not allowed on " + r.URL.Path, Code: "method_not_allowed"})
+	})
+	return r
+}
+
+type saleReply struct {
+	Sold      bool   `json:"sold"`
+	Remaining *int64 `json:"remaining,omitempty"`
+	Lock      string `json:"lock"`
+	Replica   string `json:"replica"`
+	Error     string `json:"error,omitempty"`
+	Code      string `json:"code,omitempty"`
+	// Warning reports a sale that went through while its lock did not hold to
+	// the end (the lease expired before release): the unit is sold, but
+	// another holder may have overlapped it.
+	Warning string `json:"warning,omitempty"`
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+func (h *handlers) sale(w http.ResponseWriter, r *http.Request) {
+	name := h.Lock
+	if q, ok := r.URL.Query()["lock"]; ok {
+		if !h.Override {
+			writeJSON(w, http.StatusBadRequest, errorBody{
+				Error: "choosing the lock per request is disabled: start the service with -lock-override",
+				Code:  "override_disabled"})
+			return
+		}
+		name = q[0]
+	}
+	m, ok := h.Methods[name]
+	if !ok {
+		writeJSON(w, http.StatusBadRequest, errorBody{
+			Error: fmt.Sprintf("unknown lock %q: want one of %s", name, strings.Join(h.Names, " ")),
+			Code:  "unknown_lock"})
+		return
+	}
+
+	reply := saleReply{Lock: name, Replica: h.Replica}
+	res, err := h.Seller.Sell(r.Context(), m)
+	if err != nil {
+		status, code := statusOf(err)
+		reply.Error, reply.Code = err.Error(), code
+		if code == "sold_out" {
+			zero := int64(0)
+			reply.Remaining = &zero
+		} else {
+			h.Log.Warn("sale failed", "lock", name, "status", status, "code", code, "err", err,
+				"request_id", middleware.GetReqID(r.Context()))
+		}
+		if status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "1")
+		}
+		writeJSON(w, status, reply)
+		return
+	}
+	reply.Sold, reply.Remaining = true, &res.Remaining
+	if res.ReleaseErr != nil {
+		reply.Warning = "sold, but the lock was not held at release: " + res.ReleaseErr.Error()
+		h.Log.Warn("lock lost before release", "lock", name, "err", res.ReleaseErr,
+			"request_id", middleware.GetReqID(r.Context()))
+	}
+	h.Log.Debug("sold", "lock", name, "remaining", res.Remaining)
+	writeJSON(w, http.StatusOK, reply)
+}
+
+// statusOf is the one table from errors to HTTP statuses.
+func statusOf(err error) (status int, code string) {
+	switch {
+	case errors.Is(err, sale.ErrSoldOut):
+		return http.StatusConflict, "sold_out"
+	case errors.Is(err, sale.ErrLockTimeout):
+		return http.StatusServiceUnavailable, "lock_timeout"
+	case errors.Is(err, sale.ErrStockMissing):
+		return http.StatusServiceUnavailable, "stock_missing"
+	case errors.Is(err, sale.ErrStockCorrupt):
+		return http.StatusInternalServerError, "stock_corrupt"
+	case errors.Is(err, context.Canceled):
+		return 499, "client_gone" // nginx's code for a client that closed the request
+	default:
+		// Redis or the network: a failed dependency.
+		return http.StatusServiceUnavailable, "unavailable"
+	}
+}
+
+type stockBody struct {
+	Key   string `json:"key"`
+	Stock int64  `json:"stock"`
+}
+
+func (h *handlers) stock(w http.ResponseWriter, r *http.Request) {
+	n, err := h.Seller.Stock(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, stockBody{Key: h.Seller.Key(), Stock: n})
+}
+
+func (h *handlers) setStock(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Stock *int64 `json:"stock"`
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<10))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&body)
+	if err == nil && dec.Decode(&struct{}{}) != io.EOF {
+		err = errors.New("trailing data after the JSON object")
+	}
+	switch {
+	case err != nil:
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: `want {"stock": N} with N a whole number >= 0: ` + err.Error(), Code: "bad_request"})
+		return
+	case body.Stock == nil:
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: `want {"stock": N}: "stock" is missing`, Code: "bad_request"})
+		return
+	case *body.Stock < 0:
+		writeJSON(w, http.StatusBadRequest, errorBody{Error: fmt.Sprintf("stock must be >= 0, got %d", *body.Stock), Code: "bad_request"})
+		return
+	}
+	if err := h.Seller.SetStock(r.Context(), *body.Stock); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, stockBody{Key: h.Seller.Key(), Stock: *body.Stock})
+}
+
+// admin requires the admin token as a bearer token, when one is configured.
+func (h *handlers) admin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.AdminToken != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.AdminToken)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="locklab"`)
+				writeJSON(w, http.StatusUnauthorized, errorBody{Error: "admin token required: send Authorization: Bearer <token>", Code: "unauthorized"})
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (h *handlers) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "replica": h.Replica})
+}
+
+func (h *handlers) readyz(w http.ResponseWriter, r *http.Request) {
+	if err := h.Ready(r.Context()); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "replica": h.Replica})
+}
+
+func (h *handlers) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, code := statusOf(err)
+	h.Log.Warn("request failed", "path", r.URL.Path, "status", status, "err", err,
+		"request_id", middleware.GetReqID(r.Context()))
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, status, errorBody{Error: err.Error(), Code: code})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v) // the client may be gone; nothing to do then
+}

@@ -1,0 +1,234 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	lua "github.com/locklab/locklab/internal/locks/v6_lua"
+	"github.com/locklab/locklab/internal/redistest"
+	"github.com/locklab/locklab/internal/sale"
+	"github.com/locklab/locklab/internal/server"
+	"github.com/locklab/locklab/internal/versions"
+	"github.com/redis/go-redis/v9"
+)
+
+// stack is one replica over real Redis: a stock node that is also redlock's
+// first node, and two more redlock nodes.
+type stack struct {
+	nodes [3]*redistest.Server
+	rdb   *redis.Client
+	url   string
+}
+
+type options struct {
+	lock, token    string
+	override       bool
+	acquireTimeout time.Duration
+}
+
+func newStack(t *testing.T, o options) *stack {
+	t.Helper()
+	s := &stack{nodes: [3]*redistest.Server{redistest.Start(t), redistest.Start(t), redistest.Start(t)}}
+	s.rdb = s.nodes[0].Client()
+	clients := []redis.UniversalClient{s.nodes[0].Client(), s.nodes[1].Client(), s.nodes[2].Client()}
+	log := slog.New(slog.DiscardHandler)
+	methods, stop := versions.Build(versions.Deps{Redis: s.nodes[0].Client(), Redlock: clients,
+		LockKey: "inventoryRedisLock", TTL: 20 * time.Second, Retry: time.Millisecond, Log: log})
+	t.Cleanup(stop)
+	if o.lock == "" {
+		o.lock = "v6"
+	}
+	if o.acquireTimeout == 0 {
+		o.acquireTimeout = 5 * time.Second
+	}
+	svc := sale.New(s.nodes[0].Client(), sale.Options{Key: "inventory:001", AcquireTimeout: o.acquireTimeout})
+	h := server.New(server.Config{Seller: svc, Methods: methods, Names: versions.Names(), Lock: o.lock,
+		Override: o.override, Replica: "test-1", AdminToken: o.token, Log: log,
+		Ready: func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }})
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	s.url = ts.URL
+	return s
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   map[string]any
+}
+
+func (s *stack) do(t *testing.T, method, path, body string, header ...string) reply {
+	t.Helper()
+	req, err := http.NewRequest(method, s.url+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := res.Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("%s %s: Content-Type %q, want application/json", method, path, ct)
+	}
+	r := reply{status: res.StatusCode, header: res.Header}
+	if err := json.Unmarshal(raw, &r.body); err != nil {
+		t.Fatalf("%s %s: body %q is not a JSON object: %v", method, path, raw, err)
+	}
+	return r
+}
+
+func (s *stack) expect(t *testing.T, r reply, status int, fields map[string]any) {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d (body %v), want %d", r.status, r.body, status)
+	}
+	for k, want := range fields {
+		if got := r.body[k]; got != want {
+			t.Fatalf("%s = %v (body %v), want %v", k, got, r.body, want)
+		}
+	}
+}
+
+func (s *stack) stock(t *testing.T) string {
+	t.Helper()
+	return s.rdb.Get(context.Background(), "inventory:001").Val()
+}
+
+// Every version sells one unit per request and answers 409 once the stock is gone.
+func TestEveryVersionSellsThenSoldOut(t *testing.T) {
+	for _, name := range versions.Names() {
+		t.Run(name, func(t *testing.T) {
+			s := newStack(t, options{lock: name})
+			s.expect(t, s.do(t, "PUT", "/stock", `{"stock":2}`), 200, map[string]any{"stock": 2.0})
+			s.expect(t, s.do(t, "POST", "/sale", ""), 200, map[string]any{"sold": true, "remaining": 1.0, "lock": name, "replica": "test-1"})
+			s.expect(t, s.do(t, "GET", "/sale", ""), 200, map[string]any{"sold": true, "remaining": 0.0})
+			s.expect(t, s.do(t, "POST", "/sale", ""), 409, map[string]any{"sold": false, "remaining": 0.0, "code": "sold_out"})
+			s.expect(t, s.do(t, "GET", "/stock", ""), 200, map[string]any{"key": "inventory:001", "stock": 0.0})
+		})
+	}
+}
+
+func TestLockOverride(t *testing.T) {
+	off := newStack(t, options{})
+	off.rdb.Set(context.Background(), "inventory:001", 5, 0)
+	off.expect(t, off.do(t, "POST", "/sale?lock=v7", ""), 400, map[string]any{"code": "override_disabled"})
+
+	on := newStack(t, options{override: true})
+	on.rdb.Set(context.Background(), "inventory:001", 5, 0)
+	on.expect(t, on.do(t, "POST", "/sale?lock=v7", ""), 200, map[string]any{"lock": "v7", "sold": true})
+	r := on.do(t, "POST", "/sale?lock=v9", "")
+	on.expect(t, r, 400, map[string]any{"code": "unknown_lock"})
+	if !strings.Contains(r.body["error"].(string), "none v1 v2 v3 v4 v5 v6 v7 v8 redlock atomic") {
+		t.Fatalf("error %q does not list the versions", r.body["error"])
+	}
+	if on.stock(t) != "4" {
+		t.Fatalf("stock %s, want 4: only one request sold", on.stock(t))
+	}
+}
+
+func TestSetStockValidation(t *testing.T) {
+	s := newStack(t, options{})
+	s.rdb.Set(context.Background(), "inventory:001", 7, 0)
+	for _, body := range []string{`{"stock":-1}`, `{"stock":1.5}`, `{"stock":"5"}`, `{}`, `{"stock":5,"x":1}`, `not json`, `{"stock":5} {}`} {
+		s.expect(t, s.do(t, "PUT", "/stock", body), 400, map[string]any{"code": "bad_request"})
+	}
+	if s.stock(t) != "7" {
+		t.Fatalf("stock %s after bad requests, want 7", s.stock(t))
+	}
+}
+
+func TestAdminToken(t *testing.T) {
+	s := newStack(t, options{token: "s3cret"})
+	r := s.do(t, "PUT", "/stock", `{"stock":3}`)
+	s.expect(t, r, 401, map[string]any{"code": "unauthorized"})
+	if r.header.Get("WWW-Authenticate") == "" {
+		t.Fatal("401 without WWW-Authenticate")
+	}
+	s.expect(t, s.do(t, "PUT", "/stock", `{"stock":3}`, "Authorization", "Bearer wrong"), 401, nil)
+	s.expect(t, s.do(t, "PUT", "/stock", `{"stock":3}`, "Authorization", "Bearer s3cret"), 200, map[string]any{"stock": 3.0})
+	s.expect(t, s.do(t, "GET", "/stock", ""), 200, map[string]any{"stock": 3.0}) // reads stay open
+}
+
+func TestLockTimeout503(t *testing.T) {
+	s := newStack(t, options{lock: "v6", acquireTimeout: 30 * time.Millisecond})
+	s.rdb.Set(context.Background(), "inventory:001", 5, 0)
+	holder := lua.New(s.rdb, "inventoryRedisLock", 20*time.Second, time.Millisecond)
+	release, err := holder.Acquire(context.Background(), "another replica")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release(context.Background())
+	r := s.do(t, "POST", "/sale", "")
+	s.expect(t, r, 503, map[string]any{"sold": false, "code": "lock_timeout"})
+	if r.header.Get("Retry-After") == "" {
+		t.Fatal("503 without Retry-After")
+	}
+	if s.stock(t) != "5" {
+		t.Fatalf("stock %s, want 5", s.stock(t))
+	}
+}
+
+// Stock node down: every sale is a 503 (no lock falls through to a sale),
+// readiness fails, liveness does not.
+func TestStockNodeDown(t *testing.T) {
+	for _, name := range versions.Names() {
+		t.Run(name, func(t *testing.T) {
+			s := newStack(t, options{lock: name})
+			s.nodes[0].Stop()
+			s.expect(t, s.do(t, "POST", "/sale", ""), 503, map[string]any{"sold": false, "code": "unavailable"})
+		})
+	}
+	s := newStack(t, options{})
+	s.nodes[0].Stop()
+	s.expect(t, s.do(t, "GET", "/readyz", ""), 503, nil)
+	s.expect(t, s.do(t, "GET", "/stock", ""), 503, nil)
+	s.expect(t, s.do(t, "GET", "/healthz", ""), 200, map[string]any{"status": "ok"})
+}
+
+// Redlock with two of three nodes down while the stock node is up: a 503 at
+// once, and the stock is untouched (the tutorial's code sold anyway).
+func TestRedlockQuorumLost(t *testing.T) {
+	s := newStack(t, options{lock: "redlock"})
+	s.rdb.Set(context.Background(), "inventory:001", 5, 0)
+	s.nodes[1].Stop()
+	s.expect(t, s.do(t, "POST", "/sale", ""), 200, map[string]any{"sold": true, "remaining": 4.0})
+	s.nodes[2].Stop()
+	r := s.do(t, "POST", "/sale", "")
+	s.expect(t, r, 503, map[string]any{"sold": false, "code": "unavailable"})
+	if !strings.Contains(r.body["error"].(string), "quorum") {
+		t.Fatalf("error %q does not say the quorum is lost", r.body["error"])
+	}
+	if s.stock(t) != "4" {
+		t.Fatalf("stock %s, want 4", s.stock(t))
+	}
+}
+
+func TestStockMissingIsNotSoldOut(t *testing.T) {
+	s := newStack(t, options{})
+	s.expect(t, s.do(t, "POST", "/sale", ""), 503, map[string]any{"code": "stock_missing"})
+	s.expect(t, s.do(t, "GET", "/stock", ""), 503, map[string]any{"code": "stock_missing"})
+	s.rdb.Set(context.Background(), "inventory:001", "lots", 0)
+	s.expect(t, s.do(t, "POST", "/sale", ""), 500, map[string]any{"code": "stock_corrupt"})
+}
+
+func TestUnknownRoutes(t *testing.T) {
+	s := newStack(t, options{})
+	s.expect(t, s.do(t, "DELETE", "/stock", ""), 405, map[string]any{"code": "method_not_allowed"})
+	s.expect(t, s.do(t, "GET", "/nope", ""), 404, map[string]any{"code": "not_found"})
+	s.expect(t, s.do(t, "GET", "/readyz", ""), 200, map[string]any{"status": "ready"})
+}

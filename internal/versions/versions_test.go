@@ -1,0 +1,39 @@
+package versions_test
+
+import (
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/internal/versions"
+	"github.com/redis/go-redis/v9"
+)
+
+// Every catalogued version is built, and nothing else is: the -lock flag, the
+// load test and the report all read the catalogue.
+func TestBuildMatchesCatalogue(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled: clients connect lazily
+	defer rdb.Close()
+	methods, stop := versions.Build(versions.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb},
+		LockKey: "k", TTL: time.Second, Retry: time.Millisecond, Log: slog.New(slog.DiscardHandler)})
+	defer stop()
+	var built []string
+	for name, m := range methods {
+		if m.Name != name {
+			t.Errorf("methods[%q].Name = %q", name, m.Name)
+		}
+		built = append(built, name)
+	}
+	want := versions.Names()
+	slices.Sort(built)
+	slices.Sort(want)
+	if !slices.Equal(built, want) {
+		t.Fatalf("built %v, catalogue %v", built, want)
+	}
+	for _, v := range versions.All {
+		if v.Fixes == "" || v.Flaw == "" || v.Guard == "" {
+			t.Errorf("%s is not fully described", v.Name)
+		}
+	}
+}
