@@ -1,14 +1,31 @@
-# locklab: make test runs every check against real redis-server processes that
-# the tests start themselves on free ports.
+# locklab. `make test` runs every check against real redis-server processes
+# the tests start on free ports; `make demo` runs the whole comparison on a
+# local cluster (3 Redis nodes, 2 replicas, nginx) and stops it again.
 GO ?= go
+# The local cluster's settings, read by deploy/local/cluster.sh.
+LOCK ?= v1
+PORT ?= 80
+REPLICAS ?= 2
+RUN_DIR ?= $(CURDIR)/.run
+export LOCK PORT REPLICAS RUN_DIR
 
-.PHONY: test vet build check-redis clean
+CLUSTER := bash deploy/local/cluster.sh
+URL := http://localhost:$(PORT)
+REPORT := $(CURDIR)/report.html
+
+.PHONY: test test-e2e vet build check-redis up down status demo bench-loadtest clean
 
 test: check-redis vet
 	$(GO) test -race ./...
 
+# The end-to-end suite: starts the local cluster (nginx on a free port) and
+# asserts the oversell three runs in a row. Needs redis-server and nginx.
+test-e2e: check-redis
+	$(GO) test -tags e2e -count=1 -v ./e2e/
+
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags e2e ./e2e/
 
 build:
 	$(GO) build -o bin/inventory ./cmd/inventory
@@ -19,5 +36,30 @@ check-redis:
 	  echo "Install it: sudo apt-get install redis-server (Debian/Ubuntu), brew install redis (macOS)"; \
 	  exit 1; }
 
+up:
+	@$(CLUSTER) up
+
+down:
+	@$(CLUSTER) down
+
+status:
+	@$(CLUSTER) status
+
+# up, the comparison over every version, the report, down: whatever happens.
+demo:
+	@$(CLUSTER) up
+	@status=0; \
+	$(GO) run ./loadtest -url $(URL)/sale -lock all -out $(REPORT) \
+	  -note "Local cluster: $(REPLICAS) replicas behind nginx, three independent redis-server nodes, the service's defaults (-ttl 20s, -retry 20ms, -work 0)." \
+	  || status=$$?; \
+	$(CLUSTER) down; \
+	echo "report: $(REPORT)"; \
+	exit $$status
+
+# Is the load test fast enough not to be the bottleneck? Its requests/s
+# against wrk's, both on GET /healthz through nginx, in one run.
+bench-loadtest:
+	@bash deploy/local/bench-loadtest.sh
+
 clean:
-	rm -rf bin
+	rm -rf bin $(RUN_DIR) $(REPORT)

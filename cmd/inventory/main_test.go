@@ -28,16 +28,6 @@ func build(t *testing.T) string {
 	return bin
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 // The real binary: it serves, and on SIGTERM it finishes the sale in flight,
 // releases that sale's lock and exits 0.
 func TestProcessStopsCleanly(t *testing.T) {
@@ -50,7 +40,7 @@ func TestProcessStopsCleanly(t *testing.T) {
 	if err := rdb.Set(ctx, "inventory:001", 3, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
+	port := redistest.FreePort(t)
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	cmd := exec.Command(build(t), "-port", strconv.Itoa(port), "-redis", srv.Addr, "-lock", "v6", "-work", "300ms", "-name", "proc-test")
 	var logs bytes.Buffer // the service's log, shown if the test fails

@@ -121,6 +121,17 @@ func (s *Server) start() error {
 	}
 }
 
+// FreePort returns a loopback TCP port that was free when it was asked for;
+// the tests start redis-server, the service and nginx on such ports.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
+	p, err := freePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -1,0 +1,129 @@
+//go:build e2e
+
+// Package e2e runs the local cluster for real (redis-server, the replicas,
+// nginx; deploy/local/cluster.sh, as `make up` does) and asserts the demo's
+// claims: none, v1 and v2 oversell on two replicas, every other version never
+// does, nginx spreads the requests, and `down` leaves nothing behind.
+//
+//	make test-e2e
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/internal/loadtest"
+	"github.com/locklab/locklab/internal/redistest"
+	"github.com/locklab/locklab/internal/versions"
+)
+
+// cluster runs deploy/local/cluster.sh with nginx on port and its run
+// directory in dir.
+func cluster(t *testing.T, port int, dir, verb string) (string, error) {
+	t.Helper()
+	cmd := exec.Command("bash", "../deploy/local/cluster.sh", verb)
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "RUN_DIR="+dir, "LOCK=v1", "REPLICAS=2")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func portOpen(port int) bool {
+	c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
+	if err == nil {
+		c.Close()
+	}
+	return err == nil
+}
+
+func pids(t *testing.T, dir string) string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.pid"))
+	var all []string
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		all = append(all, filepath.Base(f)+"="+strings.TrimSpace(string(b)))
+	}
+	return strings.Join(all, " ")
+}
+
+func TestLocalCluster(t *testing.T) {
+	port := redistest.FreePort(t)
+	dir := t.TempDir()
+	ports := []int{6381, 6382, 6383, 8080, 8081, port}
+
+	// A port already taken is a clear error naming it, and nothing starts.
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cluster(t, port, dir, "up")
+	ln.Close()
+	if err == nil || !strings.Contains(out, "port "+strconv.Itoa(port)+" is already in use") {
+		t.Fatalf("up with port %d taken: err %v, output:\n%s", port, err, out)
+	}
+	for _, p := range ports[:5] {
+		if portOpen(p) {
+			t.Fatalf("port %d open after a refused up", p)
+		}
+	}
+
+	t.Cleanup(func() {
+		if out, err := cluster(t, port, dir, "down"); err != nil {
+			t.Errorf("down: %v\n%s", err, out)
+		}
+		for _, p := range ports {
+			if portOpen(p) {
+				t.Errorf("port %d still open after down", p)
+			}
+		}
+		if left := pids(t, dir); left != "" {
+			t.Errorf("pid files left after down: %s", left)
+		}
+	})
+	if out, err := cluster(t, port, dir, "up"); err != nil {
+		t.Fatalf("up: %v\n%s", err, out)
+	}
+	first := pids(t, dir)
+	if out, err := cluster(t, port, dir, "up"); err != nil || !strings.Contains(out, "already up") || pids(t, dir) != first {
+		t.Fatalf("second up: err %v, pids %s then %s, output:\n%s", err, first, pids(t, dir), out)
+	}
+
+	cfg := loadtest.Config{URL: "http://127.0.0.1:" + strconv.Itoa(port) + "/sale",
+		Requests: 1000, Concurrency: 100, Stock: 100, Client: loadtest.NewClient(100)}
+	for run := 1; run <= 3; run++ {
+		for _, v := range versions.All {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			r, err := loadtest.Run(ctx, cfg, v.Name)
+			cancel()
+			if err != nil {
+				t.Fatalf("run %d, %s: %v", run, v.Name, err)
+			}
+			t.Logf("run %d %-8s sold %4d oversold %4d failed %d p99 %.0fms replicas %v",
+				run, v.Name, r.Sold, r.Oversold, r.Failed, r.Latency.P99, r.Replicas)
+			switch {
+			case v.Safe && r.Oversold != 0:
+				t.Errorf("run %d: %s oversold %d; it must never oversell", run, v.Name, r.Oversold)
+			case !v.Safe && r.Oversold <= 0:
+				t.Errorf("run %d: %s did not oversell on two replicas", run, v.Name)
+			}
+			if r.Failed != 0 {
+				t.Errorf("run %d: %s failed %d requests (%v): waiting requests must be served", run, v.Name, r.Failed, r.FailedBy)
+			}
+			for _, name := range []string{"inventory-1", "inventory-2"} {
+				if n := r.Replicas[name]; n < cfg.Requests*2/5 {
+					t.Errorf("run %d: %s: %s served %d of %d requests; nginx should alternate", run, v.Name, name, n, cfg.Requests)
+				}
+			}
+		}
+	}
+}

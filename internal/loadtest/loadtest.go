@@ -1,0 +1,278 @@
+// Package loadtest fires concurrent sales at the service and measures what
+// each lock version did to the stock: how many replies said "sold", how much
+// the stock actually went down, and the difference, the oversell.
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/valyala/fasthttp"
+)
+
+// Config is one load test.
+type Config struct {
+	URL         string // the sale endpoint, http://localhost/sale
+	Requests    int    // per version
+	Concurrency int
+	Stock       int64  // set before each version's run
+	AdminToken  string // for PUT /stock
+	// Plain fires the requests at URL as it is, with no stock handling and no
+	// ?lock=: for measuring the load test itself against wrk.
+	Plain  bool
+	Client *fasthttp.Client // NewClient
+	// Progress, when set, is told of every finished request.
+	Progress func()
+}
+
+// Result is what one version did.
+type Result struct {
+	Lock        string `json:"lock"`
+	Requests    int    `json:"requests"`
+	Concurrency int    `json:"concurrency"`
+	Sold        int    `json:"sold"`     // 200 replies
+	SoldOut     int    `json:"sold_out"` // 409 replies
+	Failed      int    `json:"failed"`   // everything else
+	// FailedBy counts failures by HTTP status ("503") or "transport".
+	FailedBy    map[string]int `json:"failed_by,omitempty"`
+	StockBefore int64          `json:"stock_before"`
+	StockAfter  int64          `json:"stock_after"`
+	// Oversold is sold - (before - after): "sold" replies the stock never paid for.
+	Oversold int64 `json:"oversold"`
+	// BeyondStock is how many more units were sold than there were.
+	BeyondStock    int64          `json:"sold_beyond_stock"`
+	Seconds        float64        `json:"seconds"`
+	SalesPerSec    float64        `json:"sales_per_sec"`
+	RequestsPerSec float64        `json:"requests_per_sec"`
+	Latency        Latency        `json:"latency_ms"`
+	Replicas       map[string]int `json:"replicas"` // replies per replica
+	// LeaseWarnings counts sales the service reported as sold after its lock
+	// had expired (the reply's warning field).
+	LeaseWarnings int `json:"lease_warnings,omitempty"`
+}
+
+// Latency percentiles in milliseconds.
+type Latency struct {
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// Run runs the load test for one version (lock; empty in plain mode).
+func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
+	if cfg.Requests < 1 || cfg.Concurrency < 1 {
+		return Result{}, errors.New("loadtest: requests and concurrency must be >= 1")
+	}
+	res := Result{Lock: lock, Requests: cfg.Requests, Concurrency: cfg.Concurrency,
+		FailedBy: map[string]int{}, Replicas: map[string]int{}}
+	target, stockURL := cfg.URL, ""
+	if !cfg.Plain {
+		var err error
+		if stockURL, err = toStockURL(cfg.URL); err != nil {
+			return res, err
+		}
+		if err := cfg.setStock(stockURL, cfg.Stock); err != nil {
+			return res, err
+		}
+		if res.StockBefore, err = cfg.stock(stockURL); err != nil {
+			return res, err
+		}
+		if target, err = withLock(cfg.URL, lock); err != nil {
+			return res, err
+		}
+	}
+
+	var (
+		next    atomic.Int64
+		mu      sync.Mutex
+		hist    = hdrhistogram.New(1, int64(5*time.Minute/time.Microsecond), 3)
+		wg      sync.WaitGroup
+		started = time.Now()
+	)
+	for range cfg.Concurrency {
+		wg.Go(func() {
+			local := hdrhistogram.New(1, int64(5*time.Minute/time.Microsecond), 3)
+			var tally Result
+			tally.FailedBy, tally.Replicas = map[string]int{}, map[string]int{}
+			for next.Add(1) <= int64(cfg.Requests) && ctx.Err() == nil {
+				t0 := time.Now()
+				cfg.fire(target, &tally)
+				_ = local.RecordValue(max(1, time.Since(t0).Microseconds()))
+				if cfg.Progress != nil {
+					cfg.Progress()
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			hist.Merge(local)
+			res.add(tally)
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(started)
+	res.Seconds = elapsed.Seconds()
+	res.SalesPerSec = float64(res.Sold) / res.Seconds
+	res.RequestsPerSec = float64(res.Sold+res.SoldOut+res.Failed) / res.Seconds
+	ms := func(us int64) float64 { return float64(us) / 1000 }
+	res.Latency = Latency{P50: ms(hist.ValueAtQuantile(50)), P90: ms(hist.ValueAtQuantile(90)),
+		P99: ms(hist.ValueAtQuantile(99)), Max: ms(hist.Max())}
+	if !cfg.Plain {
+		// Read even after an interrupted run: what it did to the stock counts.
+		after, err := cfg.stock(stockURL)
+		if err != nil {
+			return res, err
+		}
+		res.StockAfter = after
+		res.Oversold = int64(res.Sold) - (res.StockBefore - after)
+		res.BeyondStock = max(0, int64(res.Sold)-res.StockBefore)
+	}
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("loadtest: stopped: %w", err)
+	}
+	return res, nil
+}
+
+func (r *Result) add(o Result) {
+	r.Sold += o.Sold
+	r.SoldOut += o.SoldOut
+	r.Failed += o.Failed
+	r.LeaseWarnings += o.LeaseWarnings
+	for k, v := range o.FailedBy {
+		r.FailedBy[k] += v
+	}
+	for k, v := range o.Replicas {
+		r.Replicas[k] += v
+	}
+}
+
+// fire sends one request and files its reply in tally.
+func (cfg Config) fire(target string, tally *Result) {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(target)
+	req.Header.SetMethod(http.MethodPost)
+	if cfg.Plain {
+		req.Header.SetMethod(http.MethodGet)
+	}
+	if err := cfg.Client.DoTimeout(req, resp, requestTimeout); err != nil {
+		tally.Failed++
+		tally.FailedBy["transport"]++
+		return
+	}
+	var body struct {
+		Replica string `json:"replica"`
+		Warning string `json:"warning"`
+	}
+	_ = json.Unmarshal(resp.Body(), &body) // a reply that is not JSON only lacks its replica
+	if body.Replica != "" {
+		tally.Replicas[body.Replica]++
+	}
+	switch code := resp.StatusCode(); code {
+	case http.StatusOK:
+		tally.Sold++
+		if body.Warning != "" {
+			tally.LeaseWarnings++
+		}
+	case http.StatusConflict:
+		tally.SoldOut++
+	default:
+		tally.Failed++
+		tally.FailedBy[strconv.Itoa(code)]++
+	}
+}
+
+// requestTimeout bounds one request: longer than any -acquire-timeout the
+// service would sensibly use, so the service, not the load test, gives up.
+const requestTimeout = 2 * time.Minute
+
+// toStockURL turns .../sale into .../stock.
+func toStockURL(saleURL string) (string, error) {
+	u, err := url.Parse(saleURL)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "", fmt.Errorf("loadtest: -url %q: want an absolute URL such as http://localhost/sale", saleURL)
+	}
+	base, ok := strings.CutSuffix(u.Path, "/sale")
+	if !ok {
+		return "", fmt.Errorf("loadtest: -url %q: want the /sale endpoint (its /stock sibling sets and reads the stock)", saleURL)
+	}
+	u.Path, u.RawQuery = base+"/stock", ""
+	return u.String(), nil
+}
+
+func withLock(saleURL, lock string) (string, error) {
+	u, err := url.Parse(saleURL)
+	if err != nil {
+		return "", err
+	}
+	q := u.Query()
+	q.Set("lock", lock)
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+func (cfg Config) setStock(stockURL string, n int64) error {
+	body, _ := json.Marshal(map[string]int64{"stock": n})
+	_, err := cfg.do(http.MethodPut, stockURL, body)
+	return err
+}
+
+func (cfg Config) stock(stockURL string) (int64, error) {
+	raw, err := cfg.do(http.MethodGet, stockURL, nil)
+	if err != nil {
+		return 0, err
+	}
+	var body struct {
+		Stock *int64 `json:"stock"`
+	}
+	if err := json.Unmarshal(raw, &body); err != nil || body.Stock == nil {
+		return 0, fmt.Errorf("loadtest: GET %s: unexpected reply %q", stockURL, raw)
+	}
+	return *body.Stock, nil
+}
+
+// do sends an admin request and wants a 200.
+func (cfg Config) do(method, url string, body []byte) ([]byte, error) {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(url)
+	req.Header.SetMethod(method)
+	if body != nil {
+		req.Header.SetContentType("application/json")
+		req.SetBody(body)
+	}
+	if cfg.AdminToken != "" {
+		req.Header.Set("Authorization", "Bearer "+cfg.AdminToken)
+	}
+	if err := cfg.Client.DoTimeout(req, resp, 30*time.Second); err != nil {
+		return nil, fmt.Errorf("loadtest: %s %s: %w", method, url, err)
+	}
+	raw := bytes.Clone(resp.Body())
+	if resp.StatusCode() != http.StatusOK {
+		return nil, fmt.Errorf("loadtest: %s %s: %d: %s", method, url, resp.StatusCode(), bytes.TrimSpace(raw))
+	}
+	return raw, nil
+}
+
+// NewClient returns an HTTP client that keeps one connection per concurrent
+// worker open, so the load test measures the service, not connection setup.
+// fasthttp, not net/http: on a 2-core machine the load generator shares the
+// CPU with nginx and the replicas, and fasthttp's client does each request in
+// the calling goroutine (net/http runs two goroutines per connection), which
+// made it about 1.3x as fast here (make bench-loadtest compares it with wrk).
+func NewClient(concurrency int) *fasthttp.Client {
+	return &fasthttp.Client{MaxConnsPerHost: concurrency, NoDefaultUserAgentHeader: true}
+}

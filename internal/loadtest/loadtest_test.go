@@ -1,0 +1,87 @@
+package loadtest_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/internal/loadtest"
+	"github.com/locklab/locklab/internal/redistest"
+	"github.com/locklab/locklab/internal/sale"
+	"github.com/locklab/locklab/internal/server"
+	"github.com/locklab/locklab/internal/versions"
+	"github.com/redis/go-redis/v9"
+)
+
+// service runs one replica of the real service over a real Redis.
+func service(t *testing.T) string {
+	t.Helper()
+	srv := redistest.Start(t)
+	log := slog.New(slog.DiscardHandler)
+	methods, stop := versions.Build(versions.Deps{Redis: srv.Client(), Redlock: []redis.UniversalClient{srv.Client()},
+		LockKey: "lock", TTL: 20 * time.Second, Retry: time.Millisecond, Log: log})
+	t.Cleanup(stop)
+	svc := sale.New(srv.Client(), sale.Options{Key: "inventory:001", AcquireTimeout: 10 * time.Second})
+	ts := httptest.NewServer(server.New(server.Config{Seller: svc, Methods: methods, Names: versions.Names(),
+		Lock: "v1", Override: true, Replica: "r1", Log: log, Ready: func(context.Context) error { return nil }}))
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+func TestRunCountsEveryReply(t *testing.T) {
+	url := service(t)
+	cfg := loadtest.Config{URL: url + "/sale", Requests: 200, Concurrency: 20, Stock: 50, Client: loadtest.NewClient(20)}
+	for _, lock := range []string{"atomic", "v6"} {
+		r, err := loadtest.Run(context.Background(), cfg, lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Sold != 50 || r.SoldOut != 150 || r.Failed != 0 || r.StockBefore != 50 || r.StockAfter != 0 ||
+			r.Oversold != 0 || r.BeyondStock != 0 || r.Replicas["r1"] != 200 || r.Lock != lock {
+			t.Fatalf("%s: unexpected result %+v", lock, r)
+		}
+		if r.Latency.P50 <= 0 || r.Latency.Max < r.Latency.P99 || r.SalesPerSec <= 0 {
+			t.Fatalf("%s: implausible figures %+v", lock, r)
+		}
+	}
+}
+
+func TestRunNeedsTheSaleEndpoint(t *testing.T) {
+	url := service(t)
+	for _, u := range []string{url + "/stock", "localhost/sale", url + "/nope/sale"} {
+		cfg := loadtest.Config{URL: u, Requests: 1, Concurrency: 1, Stock: 1, Client: loadtest.NewClient(1)}
+		if _, err := loadtest.Run(context.Background(), cfg, "atomic"); err == nil {
+			t.Errorf("-url %s: no error", u)
+		}
+	}
+}
+
+// The report stands alone: no external script, style, font or image.
+func TestReportIsSelfContained(t *testing.T) {
+	var results []loadtest.Result
+	for i, v := range versions.All {
+		results = append(results, loadtest.Result{Lock: v.Name, Requests: 10, Sold: 10, Oversold: int64(i), SalesPerSec: float64(i)})
+	}
+	var b bytes.Buffer
+	if err := loadtest.WriteHTML(&b, loadtest.NewReport(loadtest.Config{URL: "http://localhost/sale"}, results, []string{"a note"})); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	for _, banned := range []string{"<script", "src=", "href=", "@import", "url("} {
+		if strings.Contains(html, banned) {
+			t.Errorf("report contains %q", banned)
+		}
+	}
+	for _, v := range versions.All {
+		if !strings.Contains(html, v.Flaw) && !strings.Contains(html, strings.ReplaceAll(v.Flaw, "'", "&#39;")) {
+			t.Errorf("report lacks %s's flaw", v.Name)
+		}
+	}
+	if !strings.Contains(html, "a note") {
+		t.Error("report lacks the note")
+	}
+}

@@ -1,0 +1,113 @@
+package loadtest
+
+import (
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/locklab/locklab/internal/versions"
+)
+
+// WriteTable writes one row per result, in the order given.
+func WriteTable(w io.Writer, results []Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "lock\trequests\tsold\tsold out\tfailed\tstock before\tafter\toversold\tbeyond stock\tsales/s\treq/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\treplicas\t")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t\n",
+			r.Lock, r.Requests, r.Sold, r.SoldOut, failures(r), r.StockBefore, r.StockAfter, r.Oversold, r.BeyondStock,
+			r.SalesPerSec, r.RequestsPerSec, r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.Max, replicas(r))
+	}
+	return tw.Flush()
+}
+
+// failures is "0", or the count with its breakdown: "12 (503:10 transport:2)".
+func failures(r Result) string {
+	if r.Failed == 0 {
+		return "0"
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(r.FailedBy)) {
+		parts = append(parts, fmt.Sprintf("%s:%d", k, r.FailedBy[k]))
+	}
+	return fmt.Sprintf("%d (%s)", r.Failed, strings.Join(parts, " "))
+}
+
+// replicas is "inventory-1:500 inventory-2:500".
+func replicas(r Result) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(r.Replicas)) {
+		parts = append(parts, fmt.Sprintf("%s:%d", k, r.Replicas[k]))
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
+
+//go:embed report.html.tmpl
+var reportFS embed.FS
+
+var reportTmpl = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
+	"failures": failures,
+	"replicas": replicas,
+	"f0":       func(v float64) string { return fmt.Sprintf("%.0f", v) },
+	"f1":       func(v float64) string { return fmt.Sprintf("%.1f", v) },
+}).ParseFS(reportFS, "report.html.tmpl"))
+
+// Report is what the HTML report shows.
+type Report struct {
+	Title     string
+	Generated time.Time
+	Config    Config
+	Rows      []ReportRow
+	// Notes are lines about how the run was set up (a -work, the cluster).
+	Notes []string
+}
+
+// ReportRow is one version: its result and what the catalogue says of it.
+type ReportRow struct {
+	Result
+	Version     versions.Version
+	MaxOversold float64
+	MaxSales    float64
+}
+
+// OversoldPct is the oversold bar's length, in percent of the largest.
+func (r ReportRow) OversoldPct() float64 { return pct(float64(r.Oversold), r.MaxOversold) }
+
+// SalesPct is the sales/s bar's length, in percent of the largest.
+func (r ReportRow) SalesPct() float64 { return pct(r.SalesPerSec, r.MaxSales) }
+
+func pct(v, top float64) float64 {
+	if top <= 0 || v <= 0 {
+		return 0
+	}
+	return 100 * v / top
+}
+
+// NewReport pairs results with the catalogue and scales the charts.
+func NewReport(cfg Config, results []Result, notes []string) Report {
+	rep := Report{Title: "locklab: lock versions compared", Generated: time.Now(), Config: cfg, Notes: notes}
+	var maxOver, maxSales float64
+	for _, r := range results {
+		maxOver = max(maxOver, float64(r.Oversold))
+		maxSales = max(maxSales, r.SalesPerSec)
+	}
+	for _, r := range results {
+		v, _ := versions.Lookup(r.Lock)
+		rep.Rows = append(rep.Rows, ReportRow{Result: r, Version: v, MaxOversold: maxOver, MaxSales: maxSales})
+	}
+	return rep
+}
+
+// WriteHTML writes the report as one self-contained HTML file: no external
+// scripts, fonts or styles; the charts are inline SVG.
+func WriteHTML(w io.Writer, rep Report) error {
+	return reportTmpl.Execute(w, rep)
+}

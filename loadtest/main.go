@@ -1,0 +1,194 @@
+// Command loadtest compares the lock versions by what they do to the stock:
+// for each version it resets the stock, fires concurrent sales through the
+// cluster's nginx, reads the stock back, and reports the oversell.
+//
+//	go run ./loadtest -lock all -out report.html
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/locklab/locklab/internal/loadtest"
+	"github.com/locklab/locklab/internal/versions"
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+type options struct {
+	cfg        loadtest.Config
+	locks      []string
+	json       bool
+	out        string
+	expectSafe bool
+	notes      []string
+}
+
+func parse(args []string, stderr io.Writer) (options, error) {
+	var o options
+	var lockList string
+	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.cfg.URL, "url", "http://localhost/sale", "the service's /sale endpoint (through nginx)")
+	fs.IntVar(&o.cfg.Requests, "n", 1000, "requests per version")
+	fs.IntVar(&o.cfg.Concurrency, "c", 100, "concurrent requests")
+	fs.Int64Var(&o.cfg.Stock, "stock", 100, "stock set before each version (fewer units than requests, so every extra sale shows)")
+	fs.StringVar(&lockList, "lock", "all", "versions to compare: one, a comma list, or all ("+strings.Join(versions.Names(), " ")+")")
+	fs.BoolVar(&o.json, "json", false, "print one JSON object per version instead of the table")
+	fs.StringVar(&o.out, "out", "", "also write a self-contained HTML report to this file")
+	fs.StringVar(&o.cfg.AdminToken, "admin-token", "", "bearer token for PUT /stock, when the service requires one")
+	fs.BoolVar(&o.expectSafe, "expect-safe", false, "exit 1 when a version other than none, v1 and v2 oversold")
+	fs.BoolVar(&o.cfg.Plain, "plain", false, "just fire -n GET requests at -url (no stock, no ?lock=): to measure the load test itself")
+	fs.Func("note", "a line about the setup, shown in the report (repeatable)", func(s string) error {
+		o.notes = append(o.notes, s)
+		return nil
+	})
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: go run ./loadtest [flags]\n\nCompares lock versions by remaining stock through a running cluster (make up).\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, usage(stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if o.cfg.Requests < 1 || o.cfg.Concurrency < 1 || o.cfg.Stock < 0 {
+		return o, usage(stderr, "-n and -c must be >= 1 and -stock >= 0")
+	}
+	if o.cfg.Plain {
+		o.locks = []string{""}
+		return o, nil
+	}
+	locks, err := parseLocks(lockList)
+	if err != nil {
+		return o, usage(stderr, "%s", err)
+	}
+	o.locks = locks
+	return o, nil
+}
+
+// parseLocks turns "all", "v6" or "v8,v1" into versions in tutorial order.
+func parseLocks(s string) ([]string, error) {
+	if s == "all" {
+		return versions.Names(), nil
+	}
+	want := map[string]bool{}
+	for name := range strings.SplitSeq(s, ",") {
+		name = strings.TrimSpace(name)
+		if _, ok := versions.Lookup(name); !ok {
+			return nil, fmt.Errorf("-lock: unknown version %q: want all, or some of %s", name, strings.Join(versions.Names(), " "))
+		}
+		want[name] = true
+	}
+	var locks []string
+	for _, name := range versions.Names() {
+		if want[name] {
+			locks = append(locks, name)
+		}
+	}
+	return locks, nil
+}
+
+func usage(stderr io.Writer, format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	fmt.Fprintln(stderr, "loadtest:", err)
+	return err
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	o.cfg.Client = loadtest.NewClient(o.cfg.Concurrency)
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		bar := progressbar.NewOptions(o.cfg.Requests*len(o.locks), progressbar.OptionSetWriter(stderr),
+			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionSetWidth(30))
+		o.cfg.Progress = func() { _ = bar.Add(1) }
+		defer bar.Finish()
+	}
+
+	var results []loadtest.Result
+	for _, lock := range o.locks {
+		res, err := loadtest.Run(ctx, o.cfg, lock)
+		if err != nil {
+			fmt.Fprintf(stderr, "loadtest: %s: %v\n", lockName(lock), err)
+			return 1
+		}
+		results = append(results, res)
+	}
+
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		for _, r := range results {
+			if err := enc.Encode(r); err != nil {
+				return 1
+			}
+		}
+	} else if err := loadtest.WriteTable(stdout, results); err != nil {
+		return 1
+	}
+	if o.out != "" {
+		if err := writeReport(o, results); err != nil {
+			fmt.Fprintln(stderr, "loadtest:", err)
+			return 1
+		}
+		fmt.Fprintln(stderr, "loadtest: report written to", o.out)
+	}
+	if o.expectSafe {
+		if unsafe := oversoldSafe(results); len(unsafe) > 0 {
+			fmt.Fprintf(stderr, "loadtest: -expect-safe: %s oversold\n", strings.Join(unsafe, ", "))
+			return 1
+		}
+	}
+	return 0
+}
+
+func lockName(lock string) string {
+	if lock == "" {
+		return "plain"
+	}
+	return lock
+}
+
+// oversoldSafe lists the versions expected to be safe that oversold anyway.
+func oversoldSafe(results []loadtest.Result) []string {
+	var bad []string
+	for _, r := range results {
+		if v, _ := versions.Lookup(r.Lock); v.Safe && r.Oversold > 0 {
+			bad = append(bad, fmt.Sprintf("%s (%d)", r.Lock, r.Oversold))
+		}
+	}
+	return slices.Clip(bad)
+}
+
+func writeReport(o options, results []loadtest.Result) error {
+	f, err := os.Create(o.out)
+	if err != nil {
+		return err
+	}
+	if err := loadtest.WriteHTML(f, loadtest.NewReport(o.cfg, results, o.notes)); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
