@@ -13,7 +13,7 @@ CLUSTER := bash deploy/local/cluster.sh
 URL := http://localhost:$(PORT)
 REPORT := $(CURDIR)/report.html
 
-.PHONY: test test-e2e vet build check-redis up down status demo bench-loadtest clean
+.PHONY: test test-e2e e2e-compose images-offline vet build check-redis up down status demo bench-loadtest clean
 
 test: check-redis vet
 	$(GO) test -race ./...
@@ -50,11 +50,20 @@ demo:
 	@$(CLUSTER) up
 	@status=0; \
 	$(GO) run ./loadtest -url $(URL)/sale -lock all -out $(REPORT) \
-	  -note "Local cluster: $(REPLICAS) replicas behind nginx, three independent redis-server nodes, the service's defaults (-ttl 20s, -retry 20ms, -work 0)." \
+	  -note "Local cluster (make up): $(REPLICAS) replicas behind nginx, three independent redis-server nodes, no persistence." \
 	  || status=$$?; \
 	$(CLUSTER) down; \
 	echo "report: $(REPORT)"; \
 	exit $$status
+
+# The Docker Compose stack end to end with no registry: offline images, up,
+# load test from inside the network, one Redis node stopped, down.
+e2e-compose:
+	@bash deploy/compose-e2e.sh
+
+# Every image the Compose stack needs, built with no registry.
+images-offline:
+	@bash deploy/offline/build-images.sh
 
 # Is the load test fast enough not to be the bottleneck? Its requests/s
 # against wrk's, both on GET /healthz through nginx, in one run.

@@ -127,6 +127,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer bar.Finish()
 	}
 
+	if !o.cfg.Plain {
+		// Say in the report what the replicas ran with, as they report it.
+		if replica, s, err := loadtest.Settings(o.cfg); err == nil && len(s) > 0 {
+			o.notes = append(o.notes, fmt.Sprintf("Replica settings, as %s reports them on /healthz: -ttl %s, -retry %s (jittered), "+
+				"-redlock-retry %s, -work %s (business time between reading and writing the stock), -acquire-timeout %s.",
+				replica, s["ttl"], s["retry"], s["redlock_retry"], s["work"], s["acquire_timeout"]))
+		}
+	}
+
 	var results []loadtest.Result
 	for _, lock := range o.locks {
 		res, err := loadtest.Run(ctx, o.cfg, lock)

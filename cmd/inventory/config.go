@@ -26,11 +26,13 @@ type config struct {
 	LockKey        string
 	TTL            time.Duration
 	Retry          time.Duration
+	RedlockRetry   time.Duration
 	Work           time.Duration
 	AcquireTimeout time.Duration
 	LockOverride   bool
 	AdminToken     string
 	LogLevel       slog.Level
+	Probe          string
 }
 
 // envPrefix prefixes the environment variable of every flag: -acquire-timeout
@@ -69,11 +71,14 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&cfg.Key, "key", "inventory:001", "stock key")
 	fs.StringVar(&cfg.LockKey, "lock-key", "inventoryRedisLock", "lock key")
 	fs.DurationVar(&cfg.TTL, "ttl", 20*time.Second, "lock lease (v4 and later)")
-	fs.DurationVar(&cfg.Retry, "retry", 20*time.Millisecond, "wait between lock attempts")
+	fs.DurationVar(&cfg.Retry, "retry", 20*time.Millisecond, "mean wait between lock attempts (jittered to 0.5-1.5x)")
+	fs.DurationVar(&cfg.RedlockRetry, "redlock-retry", 100*time.Millisecond,
+		"mean wait between redlock attempts: each one costs a round trip to every node, so it polls less often (redsync's default is 50-250ms)")
 	fs.DurationVar(&cfg.Work, "work", 0, "simulated business time between reading and writing the stock")
 	fs.DurationVar(&cfg.AcquireTimeout, "acquire-timeout", 10*time.Second, "longest wait for the lock before answering 503")
 	fs.BoolVar(&cfg.LockOverride, "lock-override", false, "let /sale?lock=NAME choose the version per request")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token required by PUT /stock (empty: open)")
+	fs.StringVar(&cfg.Probe, "probe", "", "GET this URL, exit 0 on a 200 and 1 otherwise, and do nothing else (a container healthcheck with no curl)")
 	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: inventory [flags]\n\nSells one unit of stock per POST /sale under the chosen lock version.\n"+
@@ -116,6 +121,8 @@ func (c config) validate() error {
 		return fmt.Errorf("-ttl %s: want > 0", c.TTL)
 	case c.Retry <= 0:
 		return fmt.Errorf("-retry %s: want > 0", c.Retry)
+	case c.RedlockRetry <= 0:
+		return fmt.Errorf("-redlock-retry %s: want > 0", c.RedlockRetry)
 	case c.Work < 0:
 		return fmt.Errorf("-work %s: want >= 0", c.Work)
 	case c.AcquireTimeout <= 0:

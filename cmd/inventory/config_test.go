@@ -58,6 +58,7 @@ func TestExitStatus(t *testing.T) {
 		"empty redlock": {[]string{"-redlock", ","}, nil, 2, "-redlock"},
 		"stray arg":     {[]string{"v6"}, nil, 2, "unexpected arguments"},
 		"help":          {[]string{"-h"}, nil, 0, "INVENTORY_ACQUIRE_TIMEOUT"},
+		"probe refused": {[]string{"-probe", "http://127.0.0.1:1/readyz"}, nil, 1, "probe:"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stderr bytes.Buffer

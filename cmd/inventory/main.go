@@ -39,6 +39,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return 2
 	}
+	if cfg.Probe != "" {
+		return probe(ctx, cfg.Probe, stderr)
+	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("replica", cfg.Name)
 	redis.SetLogger(redisLogger{log})
 
@@ -75,7 +78,7 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	}
 
 	methods, stopGuards := versions.Build(versions.Deps{
-		Redis: rdb, Redlock: nodes, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, Log: log,
+		Redis: rdb, Redlock: nodes, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, RedlockRetry: cfg.RedlockRetry, Log: log,
 	})
 	defer stopGuards()
 
@@ -90,6 +93,8 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 		Handler: server.New(server.Config{
 			Seller: svc, Methods: methods, Names: versions.Names(), Lock: cfg.Lock,
 			Override: cfg.LockOverride, Replica: cfg.Name, AdminToken: cfg.AdminToken,
+			Settings: map[string]string{"lock": cfg.Lock, "ttl": cfg.TTL.String(), "retry": cfg.Retry.String(),
+				"redlock_retry": cfg.RedlockRetry.String(), "work": cfg.Work.String(), "acquire_timeout": cfg.AcquireTimeout.String()},
 			Ready: ready, Log: log,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
@@ -98,7 +103,7 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("serving", "addr", ln.Addr().String(), "lock", cfg.Lock, "lock_override", cfg.LockOverride,
-		"redis", cfg.Redis, "redlock", cfg.Redlock, "ttl", cfg.TTL.String(), "retry", cfg.Retry.String(), "work", cfg.Work.String())
+		"redis", cfg.Redis, "redlock", cfg.Redlock, "ttl", cfg.TTL.String(), "retry", cfg.Retry.String(), "redlock_retry", cfg.RedlockRetry.String(), "work", cfg.Work.String())
 
 	select {
 	case err := <-errc:
@@ -126,4 +131,26 @@ type redisLogger struct{ log *slog.Logger }
 
 func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
 	l.log.DebugContext(ctx, fmt.Sprintf(format, v...), "source", "go-redis")
+}
+
+// probe is the healthcheck of an image that has no curl: one GET, 200 or not.
+func probe(ctx context.Context, url string, stderr io.Writer) int {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		fmt.Fprintln(stderr, "probe:", err)
+		return 1
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintln(stderr, "probe:", err)
+		return 1
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		fmt.Fprintln(stderr, "probe:", url, res.Status)
+		return 1
+	}
+	return 0
 }

@@ -42,7 +42,8 @@ func TestProcessStopsCleanly(t *testing.T) {
 	}
 	port := redistest.FreePort(t)
 	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	cmd := exec.Command(build(t), "-port", strconv.Itoa(port), "-redis", srv.Addr, "-lock", "v6", "-work", "300ms", "-name", "proc-test")
+	bin := build(t)
+	cmd := exec.Command(bin, "-port", strconv.Itoa(port), "-redis", srv.Addr, "-lock", "v6", "-work", "300ms", "-name", "proc-test")
 	var logs bytes.Buffer // the service's log, shown if the test fails
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
@@ -66,6 +67,11 @@ func TestProcessStopsCleanly(t *testing.T) {
 		}
 		return err == nil && res.StatusCode == 200
 	})
+
+	// The container healthcheck: the binary probing its own /readyz.
+	if out, err := exec.Command(bin, "-probe", base+"/readyz").CombinedOutput(); err != nil {
+		t.Fatalf("-probe of a ready service: %v\n%s", err, out)
+	}
 
 	type saleReply struct {
 		Sold      bool   `json:"sold"`

@@ -7,7 +7,10 @@
 #   cluster.sh down    stops exactly what `up` started
 #   cluster.sh status  what is running
 #
-# Settings (environment): LOCK (v1), PORT (80), REPLICAS (2), RUN_DIR (.run).
+# Settings (environment): LOCK (v1), PORT (80), REPLICAS (2), RUN_DIR (.run),
+# WORK (1ms: the replicas' -work, business time between reading and writing
+# the stock; it keeps the read-modify-write window open long enough that v1's
+# and v2's oversell shows in every run, not just in most).
 # Every process's log and pid file is in RUN_DIR. The replicas also read any
 # INVENTORY_* variable (INVENTORY_WORK=1ms, ...), as the service does.
 set -euo pipefail
@@ -16,6 +19,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 LOCK=${LOCK:-v1}
 PORT=${PORT:-80}
 REPLICAS=${REPLICAS:-2}
+WORK=${WORK:-1ms}
 RUN_DIR=${RUN_DIR:-$root/.run}
 REDIS_PORTS=(6381 6382 6383)
 STOCK=${STOCK:-100}
@@ -156,7 +160,7 @@ up() {
   redlock=$(printf '127.0.0.1:%s,' "${REDIS_PORTS[@]}")
   for ((i = 1; i <= REPLICAS; i++)); do
     p=$(replica_port "$i")
-    setsid "$RUN_DIR/bin/inventory" -port "$p" -name "inventory-$i" -lock "$LOCK" -lock-override \
+    setsid "$RUN_DIR/bin/inventory" -port "$p" -name "inventory-$i" -lock "$LOCK" -lock-override -work "$WORK" \
       -redis "127.0.0.1:${REDIS_PORTS[0]}" -redlock "${redlock%,}" \
       </dev/null >"$RUN_DIR/inventory-$i.log" 2>&1 &
     echo $! >"$RUN_DIR/inventory-$i.pid"
@@ -178,7 +182,7 @@ up() {
 
   local url="http://localhost"
   [ "$PORT" = 80 ] || url="http://localhost:$PORT"
-  say "up: nginx $url -> $REPLICAS replicas (:8080...) with -lock $LOCK; redis 6381-6383; logs and pids in $RUN_DIR"
+  say "up: nginx $url -> $REPLICAS replicas (:8080...) with -lock $LOCK -work $WORK; redis 6381-6383; logs and pids in $RUN_DIR"
   say "try: curl -X POST $url/sale    |    go run ./loadtest -url $url/sale -lock all    |    make down"
 }
 

@@ -198,6 +198,28 @@ func (cfg Config) fire(target string, tally *Result) {
 // service would sensibly use, so the service, not the load test, gives up.
 const requestTimeout = 2 * time.Minute
 
+// Settings reads the lock settings a replica reports on /healthz (next to
+// the /sale endpoint), for the report: what the figures were measured against.
+func Settings(cfg Config) (replica string, settings map[string]string, err error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil {
+		return "", nil, err
+	}
+	u.Path, u.RawQuery = strings.TrimSuffix(u.Path, "/sale")+"/healthz", ""
+	raw, err := cfg.do(http.MethodGet, u.String(), nil)
+	if err != nil {
+		return "", nil, err
+	}
+	var body struct {
+		Replica  string            `json:"replica"`
+		Settings map[string]string `json:"settings"`
+	}
+	if err := json.Unmarshal(raw, &body); err != nil {
+		return "", nil, fmt.Errorf("loadtest: %s: %w", u, err)
+	}
+	return body.Replica, body.Settings, nil
+}
+
 // toStockURL turns .../sale into .../stock.
 func toStockURL(saleURL string) (string, error) {
 	u, err := url.Parse(saleURL)

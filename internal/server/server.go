@@ -38,6 +38,7 @@ type Config struct {
 	Override   bool
 	Replica    string
 	AdminToken string                          // empty: admin endpoints open
+	Settings   map[string]string               // the lock settings, shown by /healthz
 	Ready      func(ctx context.Context) error // nil error: dependencies reachable
 	Log        *slog.Logger
 }
@@ -205,8 +206,14 @@ func (h *handlers) admin(next http.Handler) http.Handler {
 	})
 }
 
+// healthz also shows the replica's lock settings, so a load test can report
+// what it measured against.
 func (h *handlers) healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "replica": h.Replica})
+	writeJSON(w, http.StatusOK, struct {
+		Status   string            `json:"status"`
+		Replica  string            `json:"replica"`
+		Settings map[string]string `json:"settings,omitempty"`
+	}{"ok", h.Replica, h.Settings})
 }
 
 func (h *handlers) readyz(w http.ResponseWriter, r *http.Request) {

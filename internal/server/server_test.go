@@ -40,7 +40,7 @@ func newStack(t *testing.T, o options) *stack {
 	clients := []redis.UniversalClient{s.nodes[0].Client(), s.nodes[1].Client(), s.nodes[2].Client()}
 	log := slog.New(slog.DiscardHandler)
 	methods, stop := versions.Build(versions.Deps{Redis: s.nodes[0].Client(), Redlock: clients,
-		LockKey: "inventoryRedisLock", TTL: 20 * time.Second, Retry: time.Millisecond, Log: log})
+		LockKey: "inventoryRedisLock", TTL: 20 * time.Second, Retry: time.Millisecond, RedlockRetry: time.Millisecond, Log: log})
 	t.Cleanup(stop)
 	if o.lock == "" {
 		o.lock = "v6"
@@ -51,6 +51,7 @@ func newStack(t *testing.T, o options) *stack {
 	svc := sale.New(s.nodes[0].Client(), sale.Options{Key: "inventory:001", AcquireTimeout: o.acquireTimeout})
 	h := server.New(server.Config{Seller: svc, Methods: methods, Names: versions.Names(), Lock: o.lock,
 		Override: o.override, Replica: "test-1", AdminToken: o.token, Log: log,
+		Settings: map[string]string{"lock": o.lock, "work": "1ms"},
 		Ready: func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }})
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
@@ -231,4 +232,10 @@ func TestUnknownRoutes(t *testing.T) {
 	s.expect(t, s.do(t, "DELETE", "/stock", ""), 405, map[string]any{"code": "method_not_allowed"})
 	s.expect(t, s.do(t, "GET", "/nope", ""), 404, map[string]any{"code": "not_found"})
 	s.expect(t, s.do(t, "GET", "/readyz", ""), 200, map[string]any{"status": "ready"})
+	// Liveness also shows the lock settings, which the load test's report quotes.
+	r := s.do(t, "GET", "/healthz", "")
+	s.expect(t, r, 200, map[string]any{"status": "ok", "replica": "test-1"})
+	if got, _ := r.body["settings"].(map[string]any); got["lock"] != "v6" || got["work"] != "1ms" {
+		t.Fatalf("/healthz settings = %v, want lock v6, work 1ms", r.body["settings"])
+	}
 }

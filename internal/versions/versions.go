@@ -88,8 +88,11 @@ type Deps struct {
 	Redlock []redis.UniversalClient // the independent Redlock nodes
 	LockKey string                  // the tutorial's inventoryRedisLock
 	TTL     time.Duration
-	Retry   time.Duration
-	Log     *slog.Logger
+	Retry   time.Duration // mean wait between attempts, single-node locks
+	// RedlockRetry is redlock's: each attempt is a round trip to every node
+	// (and a release on all of them when it fails), so it polls less often.
+	RedlockRetry time.Duration
+	Log          *slog.Logger
 }
 
 // Build returns one sale.Method per version, each with its own guard, and a
@@ -106,7 +109,7 @@ func Build(d Deps) (map[string]sale.Method, func()) {
 		"v6":      {Name: "v6", Guard: lua.New(d.Redis, d.LockKey, d.TTL, d.Retry)},
 		"v7":      {Name: "v7", Guard: reentrant.New(d.Redis, reentrant.Options{Key: d.LockKey, TTL: d.TTL, Retry: d.Retry}), Nested: true},
 		"v8":      {Name: "v8", Guard: v8, Nested: true},
-		"redlock": {Name: "redlock", Guard: redlock.New(d.Redlock, redlock.Options{Key: d.LockKey, TTL: d.TTL, Retry: d.Retry})},
+		"redlock": {Name: "redlock", Guard: redlock.New(d.Redlock, redlock.Options{Key: d.LockKey, TTL: d.TTL, Retry: d.RedlockRetry})},
 		"atomic":  {Name: "atomic", Atomic: true},
 	}
 	return methods, v8.Close

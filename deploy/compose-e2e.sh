@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# make e2e-compose: the Docker Compose stack end to end, with no registry.
+# Builds the offline images, brings the stack up, and checks that: `up -d`
+# returns ready (a sale works at once); nginx spreads requests over both
+# replicas; the load test from inside the network shows v1 oversell and v6 and
+# redlock not; with one Redis node stopped redlock still sells without
+# oversell; with the stock's node stopped v6 answers clean 503s. Then it tears
+# everything down and checks that no container, network or volume is left.
+#
+# COMPOSE picks the tool ("docker compose" when that works, else docker-compose).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+PROJECT=${PROJECT:-locklab-e2e}
+say() { printf 'e2e-compose: %s\n' "$*" >&2; }
+fail() { say "FAIL: $*"; exit 1; }
+
+if [ -z "${COMPOSE:-}" ]; then
+  if docker compose version >/dev/null 2>&1; then COMPOSE="docker compose"
+  elif command -v docker-compose >/dev/null; then COMPOSE=docker-compose
+  else fail "no Compose tool: install the docker compose plugin (or Debian's docker-compose)"; fi
+fi
+say "using $COMPOSE ($($COMPOSE version --short 2>/dev/null || $COMPOSE version | head -1))"
+
+# A free port for nginx, so the check does not need port 80.
+port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+PORT=${E2E_PORT:-18080}
+while port_taken "$PORT"; do PORT=$((PORT + 1)); done
+export PORT LOCK=v1 REDIS_PASSWORD=e2e-secret ADMIN_TOKEN=e2e-token
+base="http://127.0.0.1:$PORT"
+
+dc() { $COMPOSE -p "$PROJECT" -f docker-compose.yml -f deploy/offline/docker-compose.offline.yml "$@"; }
+
+leftovers() {
+  local what
+  for what in "ps -aq" "network ls -q" "volume ls -q"; do
+    # shellcheck disable=SC2086
+    docker $what --filter "label=com.docker.compose.project=$PROJECT"
+  done
+}
+cleanup() {
+  local status=$?
+  if [ $status -ne 0 ]; then
+    say "logs of the failed run:"
+    dc --profile loadtest logs --no-color --tail 20 >&2 2>/dev/null || true
+  fi
+  dc --profile loadtest down -v --remove-orphans >/dev/null 2>&1 || true
+  rm -f reports/e2e-compose.html
+  if [ -n "$(leftovers)" ]; then
+    say "FAIL: left behind after down: $(leftovers | tr '\n' ' ')"
+    exit 1
+  fi
+  say "torn down: no container, network or volume of project $PROJECT is left"
+  exit $status
+}
+trap cleanup EXIT
+
+bash deploy/offline/build-images.sh
+
+say "docker compose up -d (nginx on port $PORT)"
+dc up -d --build 2>&1 | sed 's/^/  /' >&2
+# `up -d` has returned: the stack must answer now, without a retry.
+reply=$(curl -sS -X POST "$base/sale")
+echo "$reply" | grep -q '"sold":true' || fail "first sale right after up -d: $reply"
+say "first sale right after up -d: $reply"
+
+replicas=$(for _ in $(seq 20); do curl -sS "$base/healthz"; echo; done | grep -o '"replica":"[^"]*"' | sort | uniq -c)
+say "20 requests through nginx: $(echo "$replicas" | tr -s ' \n' ' ')"
+if ! echo "$replicas" | grep -q inventory-1 || ! echo "$replicas" | grep -q inventory-2; then
+  fail "nginx did not spread requests over both replicas"
+fi
+
+# field LINE NAME: a number from one line of loadtest -json.
+field() { echo "$1" | grep -o "\"$2\":-\?[0-9]*" | head -1 | cut -d: -f2; }
+# expect LINES LOCK OVERSOLD: check one version's line (OVERSOLD: zero or positive).
+expect() {
+  local line over failed sold
+  line=$(echo "$1" | grep "\"lock\":\"$2\"") || fail "no result for $2"
+  over=$(field "$line" oversold); failed=$(field "$line" failed); sold=$(field "$line" sold)
+  say "  $2: sold $sold, oversold $over, failed $failed"
+  case "$3" in
+    zero) [ "$over" -eq 0 ] || fail "$2 oversold $over" ;;
+    positive) [ "$over" -gt 0 ] || fail "$2 did not oversell" ;;
+  esac
+  [ "$failed" -eq 0 ] || fail "$2: $failed requests failed"
+}
+
+say "LOCK=v6 docker compose up -d: every replica switches, nginx still reaches them"
+LOCK=v6 dc up -d 2>&1 | sed 's/^/  /' >&2
+for _ in 1 2; do
+  reply=$(curl -sS -X POST "$base/sale")
+  echo "$reply" | grep -q '"sold":true,.*"lock":"v6"' || fail "after LOCK=v6 up -d: $reply"
+done
+say "after the switch: $reply"
+
+say "load test from inside the network: v1, v6, redlock"
+# --no-deps: the stack is up, and `run` must not (re)start a node stopped on purpose.
+out=$(dc run --rm --no-deps loadtest -lock v1,v6,redlock -json -out /reports/e2e-compose.html)
+[ -s reports/e2e-compose.html ] || fail "the load test did not write its report to the mounted ./reports"
+expect "$out" v1 positive
+expect "$out" v6 zero
+expect "$out" redlock zero
+
+say "stopping redis2: redlock keeps a quorum of two"
+dc stop redis2 2>&1 | sed 's/^/  /' >&2
+out=$(dc run --rm --no-deps loadtest -lock redlock,v6 -json)
+# By label: `ps -q` omits stopped containers in Compose v2 and lists them in v1.
+redis2=$(docker ps -aq --filter "label=com.docker.compose.project=$PROJECT" --filter label=com.docker.compose.service=redis2)
+running=$(docker inspect -f '{{.State.Running}}' "$redis2")
+[ "$running" = false ] || fail "redis2 was running during the one-node-down run"
+expect "$out" redlock zero
+expect "$out" v6 zero # v6 lives on redis1, which is up
+[ "$(field "$(echo "$out" | grep '"lock":"redlock"')" sold)" -gt 0 ] || fail "redlock sold nothing with one node down"
+
+say "stopping redis1 (the stock's and v6's node): clean 503s"
+dc stop redis1 2>&1 | sed 's/^/  /' >&2
+for _ in $(seq 10); do
+  code=$(curl -sS -o /tmp/e2e-compose-reply -w '%{http_code}' -X POST "$base/sale?lock=v6")
+  if [ "$code" != 503 ] || ! grep -q '"code":"unavailable"' /tmp/e2e-compose-reply; then
+    fail "v6 with its node stopped: $code $(cat /tmp/e2e-compose-reply)"
+  fi
+done
+rm -f /tmp/e2e-compose-reply
+say "v6: 10 of 10 requests answered 503 unavailable"
+say "PASS"
