@@ -33,6 +33,8 @@ type config struct {
 	AdminToken     string
 	LogLevel       slog.Level
 	Probe          string
+	Fence          bool
+	Chaos          bool
 }
 
 // envPrefix prefixes the environment variable of every flag: -acquire-timeout
@@ -78,6 +80,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&cfg.AcquireTimeout, "acquire-timeout", 10*time.Second, "longest wait for the lock before answering 503")
 	fs.BoolVar(&cfg.LockOverride, "lock-override", false, "let /sale?lock=NAME choose the version per request")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token required by PUT /stock (empty: open)")
+	fs.BoolVar(&cfg.Fence, "fence", false, "fencing tokens: v3-v8 and redlock hand out a token per acquisition, and the stock refuses a write with an older token than the last it accepted")
+	fs.BoolVar(&cfg.Chaos, "chaos", false, "enable the fault hooks on /sale (hold, release_pause, nested) for the admin token; needs -admin-token")
 	fs.StringVar(&cfg.Probe, "probe", "", "GET this URL, exit 0 on a 200 and 1 otherwise, and do nothing else (a container healthcheck with no curl)")
 	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 	fs.Usage = func() {
@@ -127,6 +131,8 @@ func (c config) validate() error {
 		return fmt.Errorf("-work %s: want >= 0", c.Work)
 	case c.AcquireTimeout <= 0:
 		return fmt.Errorf("-acquire-timeout %s: want > 0", c.AcquireTimeout)
+	case c.Chaos && c.AdminToken == "":
+		return errors.New("-chaos needs -admin-token: the fault hooks must not be open to every client")
 	case c.Name == "":
 		return errors.New("-name: want a replica name")
 	}

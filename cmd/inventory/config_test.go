@@ -51,14 +51,15 @@ func TestExitStatus(t *testing.T) {
 		status int
 		says   string
 	}{
-		"unknown lock":  {[]string{"-lock", "v9"}, nil, 2, "none v1 v2 v3 v4 v5 v6 v7 v8 redlock atomic"},
-		"bad env":       {nil, map[string]string{"INVENTORY_TTL": "soon"}, 2, "INVENTORY_TTL"},
-		"bad ttl":       {[]string{"-ttl", "0s"}, nil, 2, "-ttl"},
-		"bad port":      {[]string{"-port", "70000"}, nil, 2, "-port"},
-		"empty redlock": {[]string{"-redlock", ","}, nil, 2, "-redlock"},
-		"stray arg":     {[]string{"v6"}, nil, 2, "unexpected arguments"},
-		"help":          {[]string{"-h"}, nil, 0, "INVENTORY_ACQUIRE_TIMEOUT"},
-		"probe refused": {[]string{"-probe", "http://127.0.0.1:1/readyz"}, nil, 1, "probe:"},
+		"unknown lock":   {[]string{"-lock", "v9"}, nil, 2, "none v1 v2 v3 v4 v5 v6 v7 v8 redlock atomic"},
+		"bad env":        {nil, map[string]string{"INVENTORY_TTL": "soon"}, 2, "INVENTORY_TTL"},
+		"bad ttl":        {[]string{"-ttl", "0s"}, nil, 2, "-ttl"},
+		"bad port":       {[]string{"-port", "70000"}, nil, 2, "-port"},
+		"empty redlock":  {[]string{"-redlock", ","}, nil, 2, "-redlock"},
+		"stray arg":      {[]string{"v6"}, nil, 2, "unexpected arguments"},
+		"help":           {[]string{"-h"}, nil, 0, "INVENTORY_ACQUIRE_TIMEOUT"},
+		"chaos no token": {[]string{"-chaos"}, nil, 2, "-chaos needs -admin-token"},
+		"probe refused":  {[]string{"-probe", "http://127.0.0.1:1/readyz"}, nil, 1, "probe:"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stderr bytes.Buffer

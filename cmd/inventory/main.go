@@ -78,7 +78,7 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	}
 
 	methods, stopGuards := versions.Build(versions.Deps{
-		Redis: rdb, Redlock: nodes, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, RedlockRetry: cfg.RedlockRetry, Log: log,
+		Redis: rdb, Redlock: nodes, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, RedlockRetry: cfg.RedlockRetry, Fence: cfg.Fence, Log: log,
 	})
 	defer stopGuards()
 
@@ -92,9 +92,10 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	srv := &http.Server{
 		Handler: server.New(server.Config{
 			Seller: svc, Methods: methods, Names: versions.Names(), Lock: cfg.Lock,
-			Override: cfg.LockOverride, Replica: cfg.Name, AdminToken: cfg.AdminToken,
+			Override: cfg.LockOverride, Replica: cfg.Name, AdminToken: cfg.AdminToken, Chaos: cfg.Chaos,
 			Settings: map[string]string{"lock": cfg.Lock, "ttl": cfg.TTL.String(), "retry": cfg.Retry.String(),
-				"redlock_retry": cfg.RedlockRetry.String(), "work": cfg.Work.String(), "acquire_timeout": cfg.AcquireTimeout.String()},
+				"redlock_retry": cfg.RedlockRetry.String(), "work": cfg.Work.String(), "acquire_timeout": cfg.AcquireTimeout.String(),
+				"fence": strconv.FormatBool(cfg.Fence), "chaos": strconv.FormatBool(cfg.Chaos)},
 			Ready: ready, Log: log,
 		}),
 		ReadHeaderTimeout: 5 * time.Second,

@@ -43,7 +43,10 @@ type Result struct {
 	Concurrency int    `json:"concurrency"`
 	Sold        int    `json:"sold"`     // 200 replies
 	SoldOut     int    `json:"sold_out"` // 409 replies
-	Failed      int    `json:"failed"`   // everything else
+	// Fenced counts 412 replies: stale writes the stock refused because a
+	// newer lock holder had written (the service's -fence).
+	Fenced int `json:"fenced"`
+	Failed int `json:"failed"` // everything else
 	// FailedBy counts failures by HTTP status ("503") or "transport".
 	FailedBy    map[string]int `json:"failed_by,omitempty"`
 	StockBefore int64          `json:"stock_before"`
@@ -124,7 +127,7 @@ func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
 	elapsed := time.Since(started)
 	res.Seconds = elapsed.Seconds()
 	res.SalesPerSec = float64(res.Sold) / res.Seconds
-	res.RequestsPerSec = float64(res.Sold+res.SoldOut+res.Failed) / res.Seconds
+	res.RequestsPerSec = float64(res.Sold+res.SoldOut+res.Fenced+res.Failed) / res.Seconds
 	ms := func(us int64) float64 { return float64(us) / 1000 }
 	res.Latency = Latency{P50: ms(hist.ValueAtQuantile(50)), P90: ms(hist.ValueAtQuantile(90)),
 		P99: ms(hist.ValueAtQuantile(99)), Max: ms(hist.Max())}
@@ -147,6 +150,7 @@ func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
 func (r *Result) add(o Result) {
 	r.Sold += o.Sold
 	r.SoldOut += o.SoldOut
+	r.Fenced += o.Fenced
 	r.Failed += o.Failed
 	r.LeaseWarnings += o.LeaseWarnings
 	for k, v := range o.FailedBy {
@@ -188,6 +192,8 @@ func (cfg Config) fire(target string, tally *Result) {
 		}
 	case http.StatusConflict:
 		tally.SoldOut++
+	case http.StatusPreconditionFailed:
+		tally.Fenced++
 	default:
 		tally.Failed++
 		tally.FailedBy[strconv.Itoa(code)]++

@@ -17,10 +17,10 @@ import (
 // WriteTable writes one row per result, in the order given.
 func WriteTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "lock\trequests\tsold\tsold out\tfailed\tstock before\tafter\toversold\tbeyond stock\tsales/s\treq/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\treplicas\t")
+	fmt.Fprintln(tw, "lock\trequests\tsold\tsold out\tfenced\tfailed\tstock before\tafter\toversold\tbeyond stock\tsales/s\treq/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\treplicas\t")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t\n",
-			r.Lock, r.Requests, r.Sold, r.SoldOut, failures(r), r.StockBefore, r.StockAfter, r.Oversold, r.BeyondStock,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t\n",
+			r.Lock, r.Requests, r.Sold, r.SoldOut, r.Fenced, failures(r), r.StockBefore, r.StockAfter, r.Oversold, r.BeyondStock,
 			r.SalesPerSec, r.RequestsPerSec, r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.Max, replicas(r))
 	}
 	return tw.Flush()

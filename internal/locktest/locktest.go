@@ -133,3 +133,28 @@ func LostUpdate(t *testing.T, rdb *redis.Client, a, b Guard) {
 		t.Fatalf("after two overlapping increments counter = %d (err %v), want 1: the lost update", got, err)
 	}
 }
+
+// FencedGuard is a Guard that hands out fencing tokens (sale.FencedGuard's shape).
+type FencedGuard interface {
+	AcquireFenced(ctx context.Context, owner string) (release func(context.Context) error, token int64, err error)
+}
+
+// Tokens asserts that successive holders of g get strictly increasing tokens.
+func Tokens(t *testing.T, g FencedGuard) {
+	t.Helper()
+	ctx := context.Background()
+	var last int64
+	for i := range 5 {
+		release, token, err := g.AcquireFenced(ctx, "owner"+strconv.Itoa(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token <= last {
+			t.Fatalf("holder %d got token %d after %d; tokens must grow", i, token, last)
+		}
+		last = token
+		if err := release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

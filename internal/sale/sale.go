@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/locklab/locklab/internal/chaos"
 	"github.com/petermattis/goid"
 	"github.com/redis/go-redis/v9"
 )
@@ -26,12 +27,21 @@ type Guard interface {
 	Acquire(ctx context.Context, owner string) (release func(context.Context) error, err error)
 }
 
+// FencedGuard is a Guard that can also hand out a fencing token with each
+// acquisition: a number that grows with every new holder.
+type FencedGuard interface {
+	AcquireFenced(ctx context.Context, owner string) (release func(context.Context) error, token int64, err error)
+}
+
 // Method is how one version sells.
 type Method struct {
 	Name   string
 	Guard  Guard // nil: no lock at all (the baseline), unless Atomic
 	Nested bool  // take the guard twice, nested, as the tutorial's v7 does
 	Atomic bool  // no lock: one Lua script checks and decrements
+	// Fence takes the lock with a fencing token (Guard must be a FencedGuard)
+	// and writes the stock only if no later holder has written.
+	Fence bool
 }
 
 var (
@@ -45,6 +55,10 @@ var (
 	ErrStockMissing = errors.New("sale: stock key is not set")
 	// ErrStockCorrupt means the stock key does not hold a whole number.
 	ErrStockCorrupt = errors.New("sale: stock is not an integer")
+	// ErrFenced means the stock refused the write: a holder with a newer
+	// fencing token has written since this one took the lock, so this one's
+	// lease had expired. Nothing was sold.
+	ErrFenced = errors.New("sale: write refused, a newer lock holder has written (fenced)")
 )
 
 // Result is one successful sale.
@@ -107,18 +121,18 @@ func (s *Service) Sell(ctx context.Context, m Method) (Result, error) {
 		return s.readCheckWrite(ctx)
 	}
 	owner := uuid.NewString() + ":" + strconv.FormatInt(goid.Get(), 10)
-	release, err := s.acquire(ctx, m.Guard, owner)
+	release, token, err := s.acquire(ctx, m, owner)
 	if err != nil {
 		return Result{}, err
 	}
 	if m.Nested {
-		inner, err := s.acquire(ctx, m.Guard, owner)
+		inner, _, err := s.acquire(ctx, m, owner) // a nested hold keeps the outer token
 		if err != nil {
 			return Result{}, errors.Join(err, s.release(ctx, release))
 		}
 		release = s.chain(inner, release)
 	}
-	res, err := s.readCheckWrite(ctx)
+	res, err := s.readCheckWriteFenced(ctx, token)
 	relErr := s.release(ctx, release)
 	if err != nil {
 		return Result{}, err
@@ -127,18 +141,32 @@ func (s *Service) Sell(ctx context.Context, m Method) (Result, error) {
 	return res, nil
 }
 
-// acquire waits for the guard at most acquireTimeout.
-func (s *Service) acquire(ctx context.Context, g Guard, owner string) (func(context.Context) error, error) {
+// acquire waits for m's guard at most acquireTimeout; with m.Fence it also
+// returns the fencing token (0 otherwise).
+func (s *Service) acquire(ctx context.Context, m Method, owner string) (func(context.Context) error, int64, error) {
 	actx, cancel := context.WithTimeout(ctx, s.acquireTimeout)
 	defer cancel()
-	release, err := g.Acquire(actx, owner)
+	var (
+		release func(context.Context) error
+		token   int64
+		err     error
+	)
+	if m.Fence {
+		fg, ok := m.Guard.(FencedGuard)
+		if !ok {
+			return nil, 0, fmt.Errorf("sale: lock %s cannot hand out fencing tokens", m.Name)
+		}
+		release, token, err = fg.AcquireFenced(actx, owner)
+	} else {
+		release, err = m.Guard.Acquire(actx, owner)
+	}
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("%w (%s): %w", ErrLockTimeout, s.acquireTimeout, err)
+			return nil, 0, fmt.Errorf("%w (%s): %w", ErrLockTimeout, s.acquireTimeout, err)
 		}
-		return nil, err
+		return nil, 0, err
 	}
-	return release, nil
+	return release, token, nil
 }
 
 // release runs even when the request is gone: a lock left behind blocks every
@@ -159,6 +187,12 @@ func (s *Service) chain(inner, outer func(context.Context) error) func(context.C
 // readCheckWrite is the tutorial's business step: GET, check, wait out the
 // business time, SET. It is not atomic; only a guard around it makes it safe.
 func (s *Service) readCheckWrite(ctx context.Context) (Result, error) {
+	return s.readCheckWriteFenced(ctx, 0)
+}
+
+// readCheckWriteFenced is readCheckWrite whose write, when token > 0, is the
+// fenced script: refused if a holder with a newer token has written.
+func (s *Service) readCheckWriteFenced(ctx context.Context, token int64) (Result, error) {
 	n, err := s.Stock(ctx)
 	if err != nil {
 		return Result{}, err
@@ -166,8 +200,12 @@ func (s *Service) readCheckWrite(ctx context.Context) (Result, error) {
 	if n <= 0 {
 		return Result{}, ErrSoldOut
 	}
-	if s.work > 0 {
-		t := time.NewTimer(s.work)
+	work := s.work
+	if hold := chaos.From(ctx).Hold; hold > 0 {
+		work = hold // a slow holder, on request (-chaos)
+	}
+	if work > 0 {
+		t := time.NewTimer(work)
 		defer t.Stop()
 		select {
 		case <-ctx.Done():
@@ -175,11 +213,26 @@ func (s *Service) readCheckWrite(ctx context.Context) (Result, error) {
 		case <-t.C:
 		}
 	}
+	if token > 0 {
+		ok, err := fencedWriteScript.Run(ctx, s.rdb, []string{s.key, s.key + ":fence"}, n-1, token).Int()
+		if err != nil {
+			return Result{}, fmt.Errorf("sale: fenced write of stock: %w", err)
+		}
+		if ok == 0 {
+			return Result{}, fmt.Errorf("%w: token %d", ErrFenced, token)
+		}
+		return Result{Remaining: n - 1}, nil
+	}
 	if err := s.rdb.Set(ctx, s.key, n-1, 0).Err(); err != nil {
 		return Result{}, fmt.Errorf("sale: write stock: %w", err)
 	}
 	return Result{Remaining: n - 1}, nil
 }
+
+//go:embed fenced_write.lua
+var fencedWriteSrc string
+
+var fencedWriteScript = redis.NewScript(fencedWriteSrc)
 
 //go:embed decrement.lua
 var decrementSrc string

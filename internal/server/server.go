@@ -12,10 +12,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/sale"
 )
 
@@ -37,10 +40,13 @@ type Config struct {
 	// running cluster can be compared across versions.
 	Override   bool
 	Replica    string
-	AdminToken string                          // empty: admin endpoints open
-	Settings   map[string]string               // the lock settings, shown by /healthz
-	Ready      func(ctx context.Context) error // nil error: dependencies reachable
-	Log        *slog.Logger
+	AdminToken string // empty: admin endpoints open
+	// Chaos enables the per-request fault hooks on /sale (hold,
+	// release_pause, nested), for the admin token only.
+	Chaos    bool
+	Settings map[string]string               // the lock settings, shown by /healthz
+	Ready    func(ctx context.Context) error // nil error: dependencies reachable
+	Log      *slog.Logger
 }
 
 type handlers struct{ Config }
@@ -101,9 +107,14 @@ func (h *handlers) sale(w http.ResponseWriter, r *http.Request) {
 			Code:  "unknown_lock"})
 		return
 	}
+	ctx, m, ferr := h.faults(r, m)
+	if ferr != nil {
+		writeJSON(w, ferr.status, errorBody{Error: ferr.msg, Code: ferr.code})
+		return
+	}
 
 	reply := saleReply{Lock: name, Replica: h.Replica}
-	res, err := h.Seller.Sell(r.Context(), m)
+	res, err := h.Seller.Sell(ctx, m)
 	if err != nil {
 		status, code := statusOf(err)
 		reply.Error, reply.Code = err.Error(), code
@@ -130,6 +141,57 @@ func (h *handlers) sale(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, reply)
 }
 
+// faults reads the fault hooks of a /sale request: hold=DURATION (this sale's
+// business time), release_pause=DURATION (a pause at the release's last moment
+// before it deletes the lock) and nested=1 (take the lock twice). They need
+// -chaos and the admin token; a request without them is untouched.
+func (h *handlers) faults(r *http.Request, m sale.Method) (context.Context, sale.Method, *requestError) {
+	q := r.URL.Query()
+	if !q.Has("hold") && !q.Has("release_pause") && !q.Has("nested") {
+		return r.Context(), m, nil
+	}
+	if !h.Chaos {
+		return nil, m, &requestError{http.StatusBadRequest, "chaos_disabled", "fault hooks (hold, release_pause, nested) need the service started with -chaos"}
+	}
+	if !h.authorized(r) {
+		return nil, m, &requestError{http.StatusUnauthorized, "unauthorized", "fault hooks need the admin token: send Authorization: Bearer <token>"}
+	}
+	var f chaos.Faults
+	for _, p := range []struct {
+		name string
+		set  func(time.Duration)
+	}{
+		{"hold", func(d time.Duration) { f.Hold = d }},
+		{"release_pause", func(d time.Duration) { f.BeforeDelete = chaos.Sleep(d) }},
+	} {
+		if !q.Has(p.name) {
+			continue
+		}
+		d, err := time.ParseDuration(q.Get(p.name))
+		if err != nil || d <= 0 || d > maxFault {
+			return nil, m, &requestError{http.StatusBadRequest, "bad_request", fmt.Sprintf("%s=%q: want a duration in (0, %s]", p.name, q.Get(p.name), maxFault)}
+		}
+		p.set(d)
+	}
+	if q.Has("nested") {
+		nested, err := strconv.ParseBool(q.Get("nested"))
+		if err != nil {
+			return nil, m, &requestError{http.StatusBadRequest, "bad_request", fmt.Sprintf("nested=%q: want 1 or 0", q.Get("nested"))}
+		}
+		m.Nested = m.Nested || nested
+	}
+	return chaos.With(r.Context(), f), m, nil
+}
+
+// requestError is a request refused before any work: its status, code and message.
+type requestError struct {
+	status    int
+	code, msg string
+}
+
+// maxFault bounds a fault hook's duration, so no request can hang a replica.
+const maxFault = 5 * time.Minute
+
 // statusOf is the one table from errors to HTTP statuses.
 func statusOf(err error) (status int, code string) {
 	switch {
@@ -139,6 +201,9 @@ func statusOf(err error) (status int, code string) {
 		return http.StatusServiceUnavailable, "lock_timeout"
 	case errors.Is(err, sale.ErrStockMissing):
 		return http.StatusServiceUnavailable, "stock_missing"
+	case errors.Is(err, sale.ErrFenced):
+		// Its own status: 409 is "sold out" to every client of this API.
+		return http.StatusPreconditionFailed, "fenced"
 	case errors.Is(err, sale.ErrStockCorrupt):
 		return http.StatusInternalServerError, "stock_corrupt"
 	case errors.Is(err, context.Canceled):
@@ -194,13 +259,10 @@ func (h *handlers) setStock(w http.ResponseWriter, r *http.Request) {
 // admin requires the admin token as a bearer token, when one is configured.
 func (h *handlers) admin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h.AdminToken != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.AdminToken)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="locklab"`)
-				writeJSON(w, http.StatusUnauthorized, errorBody{Error: "admin token required: send Authorization: Bearer <token>", Code: "unauthorized"})
-				return
-			}
+		if h.AdminToken != "" && !h.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="locklab"`)
+			writeJSON(w, http.StatusUnauthorized, errorBody{Error: "admin token required: send Authorization: Bearer <token>", Code: "unauthorized"})
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -208,6 +270,12 @@ func (h *handlers) admin(next http.Handler) http.Handler {
 
 // healthz also shows the replica's lock settings, so a load test can report
 // what it measured against.
+// authorized reports whether r carries the admin token.
+func (h *handlers) authorized(r *http.Request) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && h.AdminToken != "" && subtle.ConstantTimeCompare([]byte(got), []byte(h.AdminToken)) == 1
+}
+
 func (h *handlers) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, struct {
 		Status   string            `json:"status"`

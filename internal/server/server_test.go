@@ -30,6 +30,7 @@ type stack struct {
 type options struct {
 	lock, token    string
 	override       bool
+	chaos          bool
 	acquireTimeout time.Duration
 }
 
@@ -50,9 +51,9 @@ func newStack(t *testing.T, o options) *stack {
 	}
 	svc := sale.New(s.nodes[0].Client(), sale.Options{Key: "inventory:001", AcquireTimeout: o.acquireTimeout})
 	h := server.New(server.Config{Seller: svc, Methods: methods, Names: versions.Names(), Lock: o.lock,
-		Override: o.override, Replica: "test-1", AdminToken: o.token, Log: log,
+		Override: o.override, Replica: "test-1", AdminToken: o.token, Chaos: o.chaos, Log: log,
 		Settings: map[string]string{"lock": o.lock, "work": "1ms"},
-		Ready: func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }})
+		Ready:    func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }})
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	s.url = ts.URL
@@ -237,5 +238,36 @@ func TestUnknownRoutes(t *testing.T) {
 	s.expect(t, r, 200, map[string]any{"status": "ok", "replica": "test-1"})
 	if got, _ := r.body["settings"].(map[string]any); got["lock"] != "v6" || got["work"] != "1ms" {
 		t.Fatalf("/healthz settings = %v, want lock v6, work 1ms", r.body["settings"])
+	}
+}
+
+// Fault hooks answer only to -chaos and the admin token, and are validated.
+func TestFaultHooksAreGuarded(t *testing.T) {
+	off := newStack(t, options{token: "t"})
+	off.rdb.Set(context.Background(), "inventory:001", 5, 0)
+	off.expect(t, off.do(t, "POST", "/sale?hold=1s", "", "Authorization", "Bearer t"), 400, map[string]any{"code": "chaos_disabled"})
+
+	on := newStack(t, options{token: "t", chaos: true, lock: "v6", acquireTimeout: 100 * time.Millisecond})
+	on.rdb.Set(context.Background(), "inventory:001", 5, 0)
+	on.expect(t, on.do(t, "POST", "/sale?hold=1ms", ""), 401, map[string]any{"code": "unauthorized"})
+	on.expect(t, on.do(t, "POST", "/sale?hold=1ms", "", "Authorization", "Bearer wrong"), 401, nil)
+	for _, q := range []string{"hold=soon", "hold=-1s", "hold=1h", "release_pause=0s", "nested=maybe"} {
+		on.expect(t, on.do(t, "POST", "/sale?"+q, "", "Authorization", "Bearer t"), 400, map[string]any{"code": "bad_request"})
+	}
+	if on.stock(t) != "5" {
+		t.Fatalf("stock %s after refused hooks, want 5", on.stock(t))
+	}
+	on.expect(t, on.do(t, "POST", "/sale?hold=5ms&release_pause=5ms", "", "Authorization", "Bearer t"), 200, map[string]any{"sold": true, "remaining": 4.0})
+}
+
+// The reentry scenario through the API: v6 asked to nest waits on itself
+// until its deadline (503) and sells nothing; v7 nests by design.
+func TestNestedHookShowsReentry(t *testing.T) {
+	s := newStack(t, options{token: "t", chaos: true, override: true, acquireTimeout: 100 * time.Millisecond})
+	s.rdb.Set(context.Background(), "inventory:001", 5, 0)
+	s.expect(t, s.do(t, "POST", "/sale?lock=v6&nested=1", "", "Authorization", "Bearer t"), 503, map[string]any{"code": "lock_timeout"})
+	s.expect(t, s.do(t, "POST", "/sale?lock=v7&nested=1", "", "Authorization", "Bearer t"), 200, map[string]any{"sold": true, "remaining": 4.0})
+	if s.rdb.Exists(context.Background(), "inventoryRedisLock").Val() != 0 {
+		t.Fatal("a lock was left behind")
 	}
 }

@@ -92,7 +92,10 @@ type Deps struct {
 	// RedlockRetry is redlock's: each attempt is a round trip to every node
 	// (and a release on all of them when it fails), so it polls less often.
 	RedlockRetry time.Duration
-	Log          *slog.Logger
+	// Fence makes every lock that can (v3 to v8, redlock) hand out fencing
+	// tokens, and the sale's write refuse stale ones.
+	Fence bool
+	Log   *slog.Logger
 }
 
 // Build returns one sale.Method per version, each with its own guard, and a
@@ -111,6 +114,14 @@ func Build(d Deps) (map[string]sale.Method, func()) {
 		"v8":      {Name: "v8", Guard: v8, Nested: true},
 		"redlock": {Name: "redlock", Guard: redlock.New(d.Redlock, redlock.Options{Key: d.LockKey, TTL: d.TTL, Retry: d.RedlockRetry})},
 		"atomic":  {Name: "atomic", Atomic: true},
+	}
+	if d.Fence {
+		for name, m := range methods {
+			if _, ok := m.Guard.(sale.FencedGuard); ok {
+				m.Fence = true
+				methods[name] = m
+			}
+		}
 	}
 	return methods, v8.Close
 }

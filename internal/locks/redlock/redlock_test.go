@@ -89,3 +89,12 @@ func TestLateReleaseReportsLostLock(t *testing.T) {
 		t.Fatalf("late release: err = %v, want ErrNotHeld", err)
 	}
 }
+
+// Tokens grow, also with one node down; with two down there is no token.
+func TestFencingTokens(t *testing.T) {
+	nodes := cluster(t)
+	l := locker(nodes, 10*time.Second)
+	locktest.Tokens(t, l)
+	nodes[2].Stop()
+	locktest.Tokens(t, l)
+}

@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/locklab/locklab/internal/chaos"
+	"github.com/locklab/locklab/internal/locks/fence"
 	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/redis/go-redis/v9"
 )
@@ -27,6 +29,7 @@ var ErrNotHeld = errors.New("setnx: lock not held at release")
 
 // Client is the part of a Redis client this package uses.
 type Client interface {
+	redis.Scripter // fenced acquisition only
 	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
 	Get(ctx context.Context, key string) *redis.StringCmd
 	Del(ctx context.Context, keys ...string) *redis.IntCmd
@@ -56,10 +59,25 @@ func New(rdb Client, opts Options) *Locker {
 // Acquire polls SET key owner NX [PX ttl] every Retry until it succeeds or ctx
 // ends.
 func (l *Locker) Acquire(ctx context.Context, owner string) (func(context.Context) error, error) {
-	err := retry.Until(ctx, l.opts.Retry, func(ctx context.Context) (bool, error) {
+	return l.acquire(ctx, owner, func(ctx context.Context) (bool, error) {
 		return l.rdb.SetNX(ctx, l.opts.Key, owner, l.opts.TTL).Result()
 	})
-	if err != nil {
+}
+
+// AcquireFenced is Acquire with a fencing token, issued in the same atomic
+// step as the lock (package fence). The release is unchanged.
+func (l *Locker) AcquireFenced(ctx context.Context, owner string) (func(context.Context) error, int64, error) {
+	var token int64
+	release, err := l.acquire(ctx, owner, func(ctx context.Context) (bool, error) {
+		var err error
+		token, err = fence.TrySetNX(ctx, l.rdb, l.opts.Key, owner, l.opts.TTL)
+		return token > 0, err
+	})
+	return release, token, err
+}
+
+func (l *Locker) acquire(ctx context.Context, owner string, try retry.Try) (func(context.Context) error, error) {
+	if err := retry.Until(ctx, l.opts.Retry, try); err != nil {
 		return nil, fmt.Errorf("setnx: acquire %s: %w", l.opts.Key, err)
 	}
 	return func(ctx context.Context) error { return l.release(ctx, owner) }, nil
@@ -76,6 +94,8 @@ func (l *Locker) release(ctx context.Context, owner string) error {
 		}
 		// The window: between the GET above and the DEL below the lease can
 		// expire and another owner take the lock; this DEL then removes theirs.
+		// (The release-race scenario holds it open on purpose.)
+		chaos.BeforeDelete(ctx)
 	}
 	n, err := l.rdb.Del(ctx, l.opts.Key).Result()
 	if err != nil {

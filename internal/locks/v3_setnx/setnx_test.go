@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/chaos"
 	setnx "github.com/locklab/locklab/internal/locks/v3_setnx"
 	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/redistest"
@@ -133,5 +134,46 @@ func TestRedisDown(t *testing.T) {
 	_, err := setnx.New(rdb, opts(t, versions["v4"])).Acquire(ctx, "owner")
 	if err == nil || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want a connection error before the deadline", err)
+	}
+}
+
+func TestFencingTokensGrow(t *testing.T) {
+	srv := redistest.Start(t)
+	for name, o := range versions {
+		t.Run(name, func(t *testing.T) {
+			locktest.Tokens(t, setnx.New(srv.Client(), opts(t, o)))
+		})
+	}
+}
+
+// successorTakesOver is a BeforeDelete hook: it waits until the holder's lease
+// has expired and a successor holds the lock, so the release's delete runs
+// with the lock in someone else's hands: the release race, on demand.
+func successorTakesOver(t *testing.T, rdb *redis.Client, key string, take func() error) func(context.Context) {
+	return func(context.Context) {
+		locktest.WaitFor(t, 5*time.Second, "the lease to expire", func() bool { return rdb.Exists(context.Background(), key).Val() == 0 })
+		if err := take(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// v5's GET and DEL are two commands: a successor that takes the lock between
+// them loses it to the DEL (the lesson v6 fixes).
+func TestV5ReleaseRaceDeletesSuccessorsLock(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	o := opts(t, setnx.Options{TTL: 50 * time.Millisecond, Retry: time.Millisecond, OwnerCheck: true})
+	l := setnx.New(rdb, o)
+	releaseA, err := l.Acquire(ctx, "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := successorTakesOver(t, rdb, o.Key, func() error { _, err := l.Acquire(ctx, "B"); return err })
+	if err := releaseA(chaos.With(ctx, chaos.Faults{BeforeDelete: hook})); err != nil {
+		t.Fatalf("A's release: %v (its GET saw its own value, so it goes on to DEL)", err)
+	}
+	if rdb.Exists(ctx, o.Key).Val() != 0 {
+		t.Fatal("B's lock survived; v5 is expected to delete it in the race")
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/locklab/locklab/internal/chaos"
+	"github.com/locklab/locklab/internal/locks/fence"
 	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/redis/go-redis/v9"
 )
@@ -48,16 +50,34 @@ func New(rdb Client, key string, ttl, retry time.Duration) *Locker {
 
 // Acquire polls SET key owner NX PX ttl until it succeeds or ctx ends.
 func (l *Locker) Acquire(ctx context.Context, owner string) (func(context.Context) error, error) {
-	err := retry.Until(ctx, l.retry, func(ctx context.Context) (bool, error) {
+	return l.acquire(ctx, owner, func(ctx context.Context) (bool, error) {
 		return l.rdb.SetNX(ctx, l.key, owner, l.ttl).Result()
 	})
-	if err != nil {
+}
+
+// AcquireFenced is Acquire with a fencing token, issued in the same atomic
+// step as the lock (package fence).
+func (l *Locker) AcquireFenced(ctx context.Context, owner string) (func(context.Context) error, int64, error) {
+	var token int64
+	release, err := l.acquire(ctx, owner, func(ctx context.Context) (bool, error) {
+		var err error
+		token, err = fence.TrySetNX(ctx, l.rdb, l.key, owner, l.ttl)
+		return token > 0, err
+	})
+	return release, token, err
+}
+
+func (l *Locker) acquire(ctx context.Context, owner string, try retry.Try) (func(context.Context) error, error) {
+	if err := retry.Until(ctx, l.retry, try); err != nil {
 		return nil, fmt.Errorf("lua: acquire %s: %w", l.key, err)
 	}
 	return func(ctx context.Context) error { return l.release(ctx, owner) }, nil
 }
 
 func (l *Locker) release(ctx context.Context, owner string) error {
+	// The release-race scenario pauses here, as it pauses v5 between its GET
+	// and DEL; the script below checks the owner in the same step as it deletes.
+	chaos.BeforeDelete(ctx)
 	n, err := releaseScript.Run(ctx, l.rdb, []string{l.key}, owner).Int()
 	if err != nil {
 		return fmt.Errorf("lua: release %s: %w", l.key, err)

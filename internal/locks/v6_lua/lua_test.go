@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/chaos"
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
 	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/redistest"
@@ -115,4 +116,34 @@ func TestNotReentrant(t *testing.T) {
 	}
 	defer release(context.Background())
 	locktest.Waits(t, l, "owner") // the same owner: it waits on itself
+}
+
+func TestFencingTokensGrow(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	locktest.Tokens(t, lua.New(rdb, "lock", time.Second, time.Millisecond))
+}
+
+// The same race as v5's (package setnx): the lease expires and a successor
+// takes the lock just before the release. v6 checks the owner in the same step
+// as it deletes, so the successor keeps its lock.
+func TestReleaseRaceKeepsSuccessorsLock(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	l := lua.New(rdb, "lock", 50*time.Millisecond, time.Millisecond)
+	releaseA, err := l.Acquire(ctx, "A")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := func(context.Context) {
+		locktest.WaitFor(t, 5*time.Second, "the lease to expire", func() bool { return rdb.Exists(ctx, "lock").Val() == 0 })
+		if _, err := l.Acquire(ctx, "B"); err != nil {
+			t.Error(err)
+		}
+	}
+	if err := releaseA(chaos.With(ctx, chaos.Faults{BeforeDelete: hook})); !errors.Is(err, lua.ErrNotHeld) {
+		t.Fatalf("A's late release: err = %v, want ErrNotHeld", err)
+	}
+	if v := rdb.Get(ctx, "lock").Val(); v != "B" {
+		t.Fatalf("lock holds %q after A's release, want B's", v)
+	}
 }

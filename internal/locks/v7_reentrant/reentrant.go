@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/locklab/locklab/internal/locks/fence"
 	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/redis/go-redis/v9"
 )
@@ -59,14 +60,32 @@ func (l *Locker) TTL() time.Duration { return l.opts.TTL }
 // Acquire takes one hold for owner, waiting while another owner holds the lock.
 // An owner that already holds it gets another hold at once.
 func (l *Locker) Acquire(ctx context.Context, owner string) (func(context.Context) error, error) {
+	release, _, err := l.acquire(ctx, owner, false)
+	return release, err
+}
+
+// AcquireFenced is Acquire with a fencing token: a new one, issued in the same
+// atomic step, on the owner's first hold; the same one on a nested hold.
+func (l *Locker) AcquireFenced(ctx context.Context, owner string) (func(context.Context) error, int64, error) {
+	return l.acquire(ctx, owner, true)
+}
+
+func (l *Locker) acquire(ctx context.Context, owner string, fenced bool) (func(context.Context) error, int64, error) {
+	flag := "0"
+	if fenced {
+		flag = "1"
+	}
+	var token int64
 	err := retry.Until(ctx, l.opts.Retry, func(ctx context.Context) (bool, error) {
-		n, err := acquireScript.Run(ctx, l.rdb, []string{l.opts.Key}, owner, l.opts.TTL.Milliseconds()).Int()
-		return n == 1, err
+		var err error
+		token, err = acquireScript.Run(ctx, l.rdb, []string{l.opts.Key, fence.CounterKey(l.opts.Key)},
+			owner, l.opts.TTL.Milliseconds(), flag).Int64()
+		return token > 0, err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reentrant: acquire %s: %w", l.opts.Key, err)
+		return nil, 0, fmt.Errorf("reentrant: acquire %s: %w", l.opts.Key, err)
 	}
-	return func(ctx context.Context) error { return l.release(ctx, owner) }, nil
+	return func(ctx context.Context) error { return l.release(ctx, owner) }, token, nil
 }
 
 func (l *Locker) release(ctx context.Context, owner string) error {

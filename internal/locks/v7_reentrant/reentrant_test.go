@@ -75,3 +75,26 @@ func TestReentrantCounts(t *testing.T) {
 		t.Fatalf("release of a lock not held: err = %v, want ErrNotHeld", err)
 	}
 }
+
+// Tokens grow per holder; a nested hold keeps its outer hold's token.
+func TestFencingTokens(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	l := reentrant.New(rdb, reentrant.Options{Key: "lock", TTL: time.Second, Retry: time.Millisecond})
+	locktest.Tokens(t, l)
+	ctx := context.Background()
+	outer, t1, err := l.AcquireFenced(ctx, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner, t2, err := l.AcquireFenced(ctx, "owner")
+	if err != nil || t2 != t1 {
+		t.Fatalf("nested hold: token %d (err %v), want the outer hold's %d", t2, err, t1)
+	}
+	if err := errors.Join(inner(ctx), outer(ctx)); err != nil {
+		t.Fatal(err)
+	}
+	_, t3, err := l.AcquireFenced(ctx, "next")
+	if err != nil || t3 <= t1 {
+		t.Fatalf("next holder: token %d (err %v), want > %d", t3, err, t1)
+	}
+}

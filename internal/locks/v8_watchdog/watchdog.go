@@ -63,6 +63,23 @@ func (l *Locker) Acquire(ctx context.Context, owner string) (func(context.Contex
 	if err != nil {
 		return nil, err
 	}
+	return l.watch(ctx, owner, release), nil
+}
+
+// AcquireFenced is Acquire with v7's fencing token. The watchdog keeps the
+// lease alive while the process runs; the token protects the storage when the
+// whole process, watchdog included, is frozen past the lease.
+func (l *Locker) AcquireFenced(ctx context.Context, owner string) (func(context.Context) error, int64, error) {
+	release, token, err := l.inner.AcquireFenced(ctx, owner)
+	if err != nil {
+		return nil, 0, err
+	}
+	return l.watch(ctx, owner, release), token, nil
+}
+
+// watch starts the owner's watchdog on its outermost hold and returns the
+// release that stops it.
+func (l *Locker) watch(ctx context.Context, owner string, release func(context.Context) error) func(context.Context) error {
 	l.mu.Lock()
 	d := l.dogs[owner]
 	if d == nil {
@@ -85,7 +102,7 @@ func (l *Locker) Acquire(ctx context.Context, owner string) (func(context.Contex
 			<-d.done
 		}
 		return release(ctx)
-	}, nil
+	}
 }
 
 // Close stops every watchdog still running (a shutdown with holds outstanding).

@@ -101,3 +101,10 @@ func TestStopsWhenLeaseLost(t *testing.T) {
 		t.Fatal("release of a lost lock succeeded; want reentrant.ErrNotHeld")
 	}
 }
+
+func TestFencingTokensGrow(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	l := watchdog.New(rdb, reentrant.Options{Key: "lock", TTL: time.Second, Retry: time.Millisecond}, quiet)
+	defer l.Close()
+	locktest.Tokens(t, l)
+}

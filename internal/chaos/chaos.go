@@ -1,0 +1,54 @@
+// Package chaos carries per-request fault hooks, so each version's flaw can be
+// made to happen on demand. The service sets them only when it runs with
+// -chaos and the request carries the admin token; without them every hook is
+// off and costs one context lookup.
+package chaos
+
+import (
+	"context"
+	"time"
+)
+
+// Faults are the hooks one request asks for.
+type Faults struct {
+	// Hold replaces the sale's business time (-work) for this request: a slow
+	// holder, whose work outlasts its lease.
+	Hold time.Duration
+	// BeforeDelete runs at a release's last moment before it deletes the lock:
+	// between v5's GET and DEL (its race window), and just before v6's
+	// compare-and-delete script (which has no window). A long pause there lets
+	// the lease expire and a successor take the lock.
+	BeforeDelete func(ctx context.Context)
+}
+
+type key struct{}
+
+// With returns ctx carrying f.
+func With(ctx context.Context, f Faults) context.Context {
+	return context.WithValue(ctx, key{}, f)
+}
+
+// From returns the faults ctx carries; none when it carries none.
+func From(ctx context.Context) Faults {
+	f, _ := ctx.Value(key{}).(Faults)
+	return f
+}
+
+// BeforeDelete runs ctx's BeforeDelete hook, if any.
+func BeforeDelete(ctx context.Context) {
+	if f := From(ctx).BeforeDelete; f != nil {
+		f(ctx)
+	}
+}
+
+// Sleep is a BeforeDelete hook that pauses for d (or until ctx ends).
+func Sleep(d time.Duration) func(context.Context) {
+	return func(ctx context.Context) {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+}
