@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // WaitFor polls cond, an observable state (a key gone, a goroutine count),
@@ -31,5 +33,16 @@ func Waits(t *testing.T, g Guard, owner string) {
 			_ = release(context.Background())
 		}
 		t.Fatalf("Acquire by %q while the lock is held: err = %v, want context.DeadlineExceeded", owner, err)
+	}
+}
+
+// Successor waits until key has expired in rdb (the holder's lease ran out),
+// then takes the lock on g as owner: the next holder walking in.
+func Successor(t *testing.T, rdb *redis.Client, key string, g Guard, owner string) {
+	t.Helper()
+	ctx := context.Background()
+	WaitFor(t, 5*time.Second, "the holder's lease to expire", func() bool { return rdb.Exists(ctx, key).Val() == 0 })
+	if _, err := g.Acquire(ctx, owner); err != nil {
+		t.Error(err) // also called from hooks on other goroutines: no Fatal
 	}
 }

@@ -73,12 +73,7 @@ func expireThenSuccessor(t *testing.T, rdb *redis.Client, o setnx.Options) func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	locktest.WaitFor(t, 5*time.Second, "A's lease to expire", func() bool {
-		return rdb.Exists(ctx, o.Key).Val() == 0
-	})
-	if _, err := l.Acquire(ctx, "B"); err != nil {
-		t.Fatal(err)
-	}
+	locktest.Successor(t, rdb, o.Key, l, "B")
 	return releaseA
 }
 
@@ -146,18 +141,6 @@ func TestFencingTokensGrow(t *testing.T) {
 	}
 }
 
-// successorTakesOver is a BeforeDelete hook: it waits until the holder's lease
-// has expired and a successor holds the lock, so the release's delete runs
-// with the lock in someone else's hands: the release race, on demand.
-func successorTakesOver(t *testing.T, rdb *redis.Client, key string, take func() error) func(context.Context) {
-	return func(context.Context) {
-		locktest.WaitFor(t, 5*time.Second, "the lease to expire", func() bool { return rdb.Exists(context.Background(), key).Val() == 0 })
-		if err := take(); err != nil {
-			t.Error(err)
-		}
-	}
-}
-
 // v5's GET and DEL are two commands: a successor that takes the lock between
 // them loses it to the DEL (the lesson v6 fixes).
 func TestV5ReleaseRaceDeletesSuccessorsLock(t *testing.T) {
@@ -169,7 +152,9 @@ func TestV5ReleaseRaceDeletesSuccessorsLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hook := successorTakesOver(t, rdb, o.Key, func() error { _, err := l.Acquire(ctx, "B"); return err })
+	// The hook runs between the GET and the DEL: the lease expires there and B
+	// walks in, so the DEL runs with the lock in B's hands.
+	hook := func(context.Context) { locktest.Successor(t, rdb, o.Key, l, "B") }
 	if err := releaseA(chaos.With(ctx, chaos.Faults{BeforeDelete: hook})); err != nil {
 		t.Fatalf("A's release: %v (its GET saw its own value, so it goes on to DEL)", err)
 	}

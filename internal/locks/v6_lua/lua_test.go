@@ -46,10 +46,7 @@ func TestKeepsSuccessorsLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	locktest.WaitFor(t, 5*time.Second, "A's lease to expire", func() bool { return rdb.Exists(ctx, "lock").Val() == 0 })
-	if _, err := l.Acquire(ctx, "B"); err != nil {
-		t.Fatal(err)
-	}
+	locktest.Successor(t, rdb, "lock", l, "B")
 	if err := releaseA(ctx); !errors.Is(err, lua.ErrNotHeld) {
 		t.Fatalf("A's late release: err = %v, want ErrNotHeld", err)
 	}
@@ -134,12 +131,7 @@ func TestReleaseRaceKeepsSuccessorsLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hook := func(context.Context) {
-		locktest.WaitFor(t, 5*time.Second, "the lease to expire", func() bool { return rdb.Exists(ctx, "lock").Val() == 0 })
-		if _, err := l.Acquire(ctx, "B"); err != nil {
-			t.Error(err)
-		}
-	}
+	hook := func(context.Context) { locktest.Successor(t, rdb, "lock", l, "B") }
 	if err := releaseA(chaos.With(ctx, chaos.Faults{BeforeDelete: hook})); !errors.Is(err, lua.ErrNotHeld) {
 		t.Fatalf("A's late release: err = %v, want ErrNotHeld", err)
 	}
