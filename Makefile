@@ -13,7 +13,7 @@ CLUSTER := bash deploy/local/cluster.sh
 URL := http://localhost:$(PORT)
 REPORT := $(CURDIR)/report.html
 
-.PHONY: test test-e2e e2e-compose images-offline vet build check-redis up down status demo bench-loadtest clean
+.PHONY: scenarios scenarios-readme test test-e2e e2e-compose images-offline vet build check-redis up down status demo bench-loadtest clean
 
 test: check-redis vet
 	$(GO) test -race ./...
@@ -64,6 +64,22 @@ e2e-compose:
 # Every image the Compose stack needs, built with no registry.
 images-offline:
 	@bash deploy/offline/build-images.sh
+
+# Each version's flaw on demand: a cluster with the fault hooks on (-chaos), a
+# 1 s lease so that "longer than the lease" takes seconds, and a 5 s acquire
+# deadline; the scenarios; down, whatever happens.
+SCENARIO ?= all
+SCENARIO_ENV := INVENTORY_CHAOS=true INVENTORY_ADMIN_TOKEN=scenarios INVENTORY_TTL=1s INVENTORY_ACQUIRE_TIMEOUT=5s
+scenarios:
+	@$(SCENARIO_ENV) $(CLUSTER) up
+	@status=0; \
+	$(GO) run ./loadtest -url $(URL)/sale -admin-token scenarios -scenario $(SCENARIO) $(SCENARIO_FLAGS) || status=$$?; \
+	$(CLUSTER) down; \
+	exit $$status
+
+# The same, writing the observed matrix into README.md.
+scenarios-readme:
+	@$(MAKE) --no-print-directory scenarios SCENARIO=all SCENARIO_FLAGS="-readme $(CURDIR)/README.md"
 
 # Is the load test fast enough not to be the bottleneck? Its requests/s
 # against wrk's, both on GET /healthz through nginx, in one run.

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,15 +23,17 @@ import (
 
 	"github.com/locklab/locklab/internal/loadtest"
 	"github.com/locklab/locklab/internal/redistest"
+	"github.com/locklab/locklab/internal/scenario"
 	"github.com/locklab/locklab/internal/versions"
+	"github.com/redis/go-redis/v9"
 )
 
 // cluster runs deploy/local/cluster.sh with nginx on port and its run
 // directory in dir.
-func cluster(t *testing.T, port int, dir, verb string) (string, error) {
+func cluster(t *testing.T, port int, dir, verb string, env ...string) (string, error) {
 	t.Helper()
 	cmd := exec.Command("bash", "../deploy/local/cluster.sh", verb)
-	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "RUN_DIR="+dir, "LOCK=v1", "REPLICAS=2")
+	cmd.Env = append(append(os.Environ(), "PORT="+strconv.Itoa(port), "RUN_DIR="+dir, "LOCK=v1", "REPLICAS=2"), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -122,6 +125,54 @@ func TestLocalCluster(t *testing.T) {
 			for _, name := range []string{"inventory-1", "inventory-2"} {
 				if n := r.Replicas[name]; n < cfg.Requests*2/5 {
 					t.Errorf("run %d: %s: %s served %d of %d requests; nginx should alternate", run, v.Name, name, n, cfg.Requests)
+				}
+			}
+		}
+	}
+}
+
+// Every cell of the scenario matrix, three runs in a row, on a cluster with the
+// fault hooks on and a 1 s lease (as make scenarios runs it).
+func TestScenarios(t *testing.T) {
+	port := redistest.FreePort(t)
+	dir := t.TempDir()
+	env := []string{"INVENTORY_CHAOS=true", "INVENTORY_ADMIN_TOKEN=e2e", "INVENTORY_TTL=1s", "INVENTORY_ACQUIRE_TIMEOUT=5s"}
+	t.Cleanup(func() {
+		if out, err := cluster(t, port, dir, "down"); err != nil {
+			t.Errorf("down: %v\n%s", err, out)
+		}
+	})
+	if out, err := cluster(t, port, dir, "up", env...); err != nil {
+		t.Fatalf("up: %v\n%s", err, out)
+	}
+	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/sale"
+	_, settings, err := loadtest.Settings(loadtest.Config{URL: url, Client: loadtest.NewClient(1)})
+	if err != nil || settings["chaos"] != "true" {
+		t.Fatalf("settings %v, err %v: want the replicas running with -chaos", settings, err)
+	}
+	ttl, err := time.ParseDuration(settings["ttl"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6381"})
+	defer rdb.Close()
+	senv := scenario.Env{URL: url, AdminToken: "e2e", Redis: rdb, LockKey: "inventoryRedisLock",
+		StockKey: "inventory:001", TTL: ttl, Client: &http.Client{Timeout: time.Minute}}
+	for run := 1; run <= 3; run++ {
+		for _, s := range scenario.All {
+			for _, lock := range versions.Names() {
+				if _, ok := s.Expect[lock]; !ok {
+					continue
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				c, err := s.Run(ctx, senv, lock)
+				cancel()
+				if err != nil {
+					t.Fatalf("run %d, %s, %s: %v", run, s.Name, lock, err)
+				}
+				t.Logf("run %d %-12s %-3s %-36s %s", run, c.Scenario, c.Lock, c.Observed, c.Detail)
+				if !c.OK() {
+					t.Errorf("run %d: %s under %s: expected %q, observed %q (%s)", run, lock, s.Name, c.Expected, c.Observed, c.Detail)
 				}
 			}
 		}

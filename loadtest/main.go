@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	"github.com/locklab/locklab/internal/loadtest"
+	"github.com/locklab/locklab/internal/scenario"
 	"github.com/locklab/locklab/internal/versions"
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
@@ -37,23 +38,31 @@ type options struct {
 	out        string
 	expectSafe bool
 	notes      []string
+	scenario   string // a scenario name, or all; empty: the load test
+	lockList   string
+	redis      string
+	redisPass  string
+	readme     string
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
 	var o options
-	var lockList string
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.cfg.URL, "url", "http://localhost/sale", "the service's /sale endpoint (through nginx)")
 	fs.IntVar(&o.cfg.Requests, "n", 1000, "requests per version")
 	fs.IntVar(&o.cfg.Concurrency, "c", 100, "concurrent requests")
 	fs.Int64Var(&o.cfg.Stock, "stock", 100, "stock set before each version (fewer units than requests, so every extra sale shows)")
-	fs.StringVar(&lockList, "lock", "all", "versions to compare: one, a comma list, or all ("+strings.Join(versions.Names(), " ")+")")
+	fs.StringVar(&o.lockList, "lock", "all", "versions to compare: one, a comma list, or all ("+strings.Join(versions.Names(), " ")+")")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per version instead of the table")
 	fs.StringVar(&o.out, "out", "", "also write a self-contained HTML report to this file")
 	fs.StringVar(&o.cfg.AdminToken, "admin-token", "", "bearer token for PUT /stock, when the service requires one")
 	fs.BoolVar(&o.expectSafe, "expect-safe", false, "exit 1 when a version other than none, v1 and v2 oversold")
 	fs.BoolVar(&o.cfg.Plain, "plain", false, "just fire -n GET requests at -url (no stock, no ?lock=): to measure the load test itself")
+	fs.StringVar(&o.scenario, "scenario", "", "run a fault scenario instead of the load test: "+scenarioNames()+", or all (needs replicas started with -chaos and -admin-token)")
+	fs.StringVar(&o.redis, "redis", "127.0.0.1:6381", "with -scenario: the stock's Redis node, watched (never written) to see the lock come and go")
+	fs.StringVar(&o.redisPass, "redis-password", "", "with -scenario: its password")
+	fs.StringVar(&o.readme, "readme", "", "with -scenario: write the observed matrix into this Markdown file, between its scenarios markers")
 	fs.Func("note", "a line about the setup, shown in the report (repeatable)", func(s string) error {
 		o.notes = append(o.notes, s)
 		return nil
@@ -75,7 +84,12 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		o.locks = []string{""}
 		return o, nil
 	}
-	locks, err := parseLocks(lockList)
+	if o.scenario != "" {
+		if _, ok := scenario.Lookup(o.scenario); !ok && o.scenario != "all" {
+			return o, usage(stderr, "-scenario %q: want %s or all", o.scenario, scenarioNames())
+		}
+	}
+	locks, err := parseLocks(o.lockList)
 	if err != nil {
 		return o, usage(stderr, "%s", err)
 	}
@@ -120,6 +134,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	o.cfg.Client = loadtest.NewClient(o.cfg.Concurrency)
+	if o.scenario != "" {
+		return runScenarios(ctx, o, stdout, stderr)
+	}
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar := progressbar.NewOptions(o.cfg.Requests*len(o.locks), progressbar.OptionSetWriter(stderr),
 			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionSetWidth(30))

@@ -1,0 +1,311 @@
+// Package scenario makes each version's flaw happen on demand against a
+// running cluster, and measures what happened: it does not assume it. Each
+// scenario drives sales through the service's fault hooks (-chaos) and watches
+// the lock key in Redis to know when to act: it waits on observable state (the
+// lock appearing, the lease expiring), never on a guessed sleep. Every
+// ordering it relies on has half a lease of margin on each side.
+package scenario
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Outcomes, as the tables print them.
+const (
+	Oversell         = "oversell"
+	NoOversell       = "no oversell"
+	ForeignDelete    = "oversell, deletes successor's lock"
+	NoForeignDelete  = "oversell, keeps successor's lock"
+	DeletesSuccessor = "deletes successor's lock"
+	KeepsSuccessor   = "keeps successor's lock"
+	WaitsOnItself    = "waits on itself"
+	Passes           = "passes"
+)
+
+// Env is the cluster a scenario runs against.
+type Env struct {
+	URL        string        // the sale endpoint through nginx, http://localhost/sale
+	AdminToken string        // the fault hooks answer only to it
+	Redis      *redis.Client // the stock's and single-node locks' node, watched, never written
+	LockKey    string        // inventoryRedisLock
+	StockKey   string        // inventory:001
+	TTL        time.Duration // the replicas' -ttl (from /healthz)
+	Client     *http.Client
+}
+
+// Scenario is one fault and what each version is expected to do under it.
+type Scenario struct {
+	Name     string
+	Injected string
+	Expect   map[string]string // version -> expected outcome; the versions it applies to
+	run      func(ctx context.Context, e Env, lock string) (observed, detail string, err error)
+}
+
+// Cell is one scenario run against one version.
+type Cell struct {
+	Scenario string `json:"scenario"`
+	Lock     string `json:"lock"`
+	Expected string `json:"expected"`
+	Observed string `json:"observed"`
+	Detail   string `json:"detail"`
+}
+
+// OK reports whether the observation matched the expectation.
+func (c Cell) OK() bool { return c.Expected == c.Observed }
+
+// All lists the scenarios.
+var All = []Scenario{
+	{
+		Name:     "slow-holder",
+		Injected: "one sale's business time (1.5 x TTL) exceeds the lease while another sale comes in",
+		Expect:   map[string]string{"v4": ForeignDelete, "v5": NoForeignDelete, "v6": NoForeignDelete, "v7": NoForeignDelete, "v8": NoOversell},
+		run:      slowHolder,
+	},
+	{
+		Name:     "release-race",
+		Injected: "a pause (1.5 x TTL) at the release's last moment before the delete: between v5's GET and DEL",
+		Expect:   map[string]string{"v5": DeletesSuccessor, "v6": KeepsSuccessor},
+		run:      releaseRace,
+	},
+	{
+		Name:     "reentry",
+		Injected: "the sale takes the lock twice, nested",
+		Expect:   map[string]string{"v6": WaitsOnItself, "v7": Passes, "v8": Passes},
+		run:      reentry,
+	},
+}
+
+// Lookup returns the scenario called name.
+func Lookup(name string) (Scenario, bool) {
+	for _, s := range All {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Scenario{}, false
+}
+
+// Run runs s against lock and compares.
+func (s Scenario) Run(ctx context.Context, e Env, lock string) (Cell, error) {
+	c := Cell{Scenario: s.Name, Lock: lock, Expected: s.Expect[lock]}
+	var err error
+	c.Observed, c.Detail, err = s.run(ctx, e, lock)
+	return c, err
+}
+
+// slowHolder: S sells with hold 1.5 x TTL. Once S holds the lock, B comes in
+// with hold 1 x TTL. Where the lease can expire under S (v4 to v7), B gets the
+// lock at about TTL, reads the stock before S writes it, and holds the lock
+// when S releases at 1.5 x TTL: S's blind DEL (v4) removes B's lock, an owner
+// check (v5 on) leaves it; both sell the same unit. Under v8 the watchdog
+// keeps S's lease, B waits, and the sales run one after the other.
+func slowHolder(ctx context.Context, e Env, lock string) (string, string, error) {
+	before, err := e.reset(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	s := e.sell(ctx, lock, "hold="+(e.TTL*3/2).String())
+	if err := e.waitLock(ctx, true, 5*time.Second); err != nil {
+		return "", "", fmt.Errorf("the slow sale never took the lock: %w", err)
+	}
+	b := e.sell(ctx, lock, "hold="+e.TTL.String())
+	rs, held, rb, err := e.lockAfterFirst(ctx, s, b)
+	if err != nil {
+		return "", "", err
+	}
+	oversold, detail, err := e.oversold(ctx, before, rs, rb)
+	if err != nil {
+		return "", "", err
+	}
+	switch {
+	case oversold == 0:
+		return NoOversell, detail, nil
+	case held == 0:
+		return ForeignDelete, detail, nil
+	default:
+		return NoForeignDelete, detail, nil
+	}
+}
+
+// releaseRace: S sells with release_pause 1.5 x TTL: its lease expires during
+// the pause. B then takes the lock (hold 1 x TTL) and holds it when S's pause
+// ends. v5 already read its own value before the pause, so its DEL removes
+// B's lock; v6 compares and deletes in one step and leaves it.
+func releaseRace(ctx context.Context, e Env, lock string) (string, string, error) {
+	if _, err := e.reset(ctx); err != nil {
+		return "", "", err
+	}
+	s := e.sell(ctx, lock, "release_pause="+(e.TTL*3/2).String())
+	if err := e.waitLock(ctx, true, 5*time.Second); err != nil {
+		return "", "", fmt.Errorf("the first sale never took the lock: %w", err)
+	}
+	if err := e.waitLock(ctx, false, 3*e.TTL); err != nil {
+		return "", "", fmt.Errorf("the first sale's lease never expired during its release pause: %w", err)
+	}
+	b := e.sell(ctx, lock, "hold="+e.TTL.String())
+	if err := e.waitLock(ctx, true, e.TTL/2); err != nil {
+		return "", "", fmt.Errorf("the successor did not take the lock within half a lease: %w", err)
+	}
+	rs, held, rb, err := e.lockAfterFirst(ctx, s, b)
+	if err != nil {
+		return "", "", err
+	}
+	detail := fmt.Sprintf("first sale %d %s; successor %d", rs.status, rs.warning, rb.status)
+	if held == 0 {
+		return DeletesSuccessor, detail, nil
+	}
+	return KeepsSuccessor, detail, nil
+}
+
+// reentry: one sale that takes the lock twice, nested. A lock that is not
+// reentrant makes the inner acquisition wait on the outer one, which only its
+// own release could end: so it waits until its acquire deadline (a 503) or, if
+// the lease is the shorter, until its own lease expires, and then sells with
+// the outer hold lost (a 200 with the service's lease warning).
+func reentry(ctx context.Context, e Env, lock string) (string, string, error) {
+	if _, err := e.reset(ctx); err != nil {
+		return "", "", err
+	}
+	r := <-e.sell(ctx, lock, "nested=1")
+	if r.err != nil {
+		return "", "", r.err
+	}
+	switch {
+	case r.status == http.StatusServiceUnavailable && r.code == "lock_timeout":
+		return WaitsOnItself, fmt.Sprintf("503 lock_timeout after %s", r.elapsed.Round(time.Millisecond)), nil
+	case r.status == http.StatusOK && r.warning != "" && r.elapsed >= e.TTL:
+		return WaitsOnItself, fmt.Sprintf("waited %s for its own lease (%s) to expire, then sold with the lock lost",
+			r.elapsed.Round(time.Millisecond), e.TTL), nil
+	case r.status == http.StatusOK && r.warning == "":
+		return Passes, fmt.Sprintf("200 in %s", r.elapsed.Round(time.Millisecond)), nil
+	}
+	return "unexpected reply", fmt.Sprintf("%d %s %s", r.status, r.code, r.warning), nil
+}
+
+// reply is one sale's answer.
+type reply struct {
+	status        int
+	code, warning string
+	elapsed       time.Duration
+	err           error
+}
+
+// sell sends POST /sale?lock=LOCK&HOOKS with the admin token, in the background.
+func (e Env) sell(ctx context.Context, lock, hooks string) <-chan reply {
+	ch := make(chan reply, 1)
+	go func() {
+		var r reply
+		defer func() { ch <- r }()
+		u := e.URL + "?lock=" + url.QueryEscape(lock) + "&" + hooks
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+		if err != nil {
+			r.err = err
+			return
+		}
+		req.Header.Set("Authorization", "Bearer "+e.AdminToken)
+		start := time.Now()
+		res, err := e.Client.Do(req)
+		if err != nil {
+			r.err = fmt.Errorf("scenario: POST %s: %w", u, err)
+			return
+		}
+		r.elapsed = time.Since(start)
+		defer res.Body.Close()
+		var body struct{ Code, Warning, Error string }
+		raw, _ := io.ReadAll(res.Body)
+		_ = json.Unmarshal(raw, &body)
+		r.status, r.code, r.warning = res.StatusCode, body.Code, body.Warning
+		if res.StatusCode == http.StatusBadRequest || res.StatusCode == http.StatusUnauthorized {
+			r.err = fmt.Errorf("scenario: the service refused the fault hook (%d %s): start it with -chaos and the same -admin-token", res.StatusCode, body.Error)
+		}
+	}()
+	return ch
+}
+
+// lockAfterFirst waits for the first sale's reply, then looks at once whether
+// the lock (the second sale's, by then) still exists: a release that deleted
+// its successor's lock leaves none. Then it waits for the second sale.
+func (e Env) lockAfterFirst(ctx context.Context, first, second <-chan reply) (reply, int64, reply, error) {
+	r1 := <-first
+	if r1.err != nil {
+		<-second
+		return r1, 0, reply{}, r1.err
+	}
+	held, err := e.Redis.Exists(ctx, e.LockKey).Result()
+	r2 := <-second
+	if err == nil {
+		err = r2.err
+	}
+	return r1, held, r2, err
+}
+
+// reset sets the stock to 10 (through the service) and returns it.
+func (e Env) reset(ctx context.Context) (int64, error) {
+	if err := e.Redis.Del(ctx, e.LockKey).Err(); err != nil {
+		return 0, err
+	}
+	stockURL := strings.TrimSuffix(e.URL, "/sale") + "/stock"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, stockURL, strings.NewReader(`{"stock":10}`))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+e.AdminToken)
+	res, err := e.Client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("scenario: PUT %s: %s", stockURL, res.Status)
+	}
+	return 10, nil
+}
+
+// oversold reads the stock after two sales and returns sold - taken.
+func (e Env) oversold(ctx context.Context, before int64, rs ...reply) (int64, string, error) {
+	after, err := e.Redis.Get(ctx, e.StockKey).Int64()
+	if err != nil {
+		return 0, "", err
+	}
+	var sold int64
+	var parts []string
+	for _, r := range rs {
+		if r.status == http.StatusOK {
+			sold++
+		}
+		parts = append(parts, fmt.Sprint(r.status))
+	}
+	return sold - (before - after), fmt.Sprintf("replies %s, stock %d -> %d", strings.Join(parts, " "), before, after), nil
+}
+
+// waitLock waits until the lock key exists (or is gone), for at most limit.
+func (e Env) waitLock(ctx context.Context, exists bool, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		n, err := e.Redis.Exists(ctx, e.LockKey).Result()
+		if err != nil {
+			return err
+		}
+		if (n == 1) == exists {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("timed out after " + limit.String())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Millisecond): // polling the observable state
+		}
+	}
+}

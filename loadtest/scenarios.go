@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/locklab/locklab/internal/loadtest"
+	"github.com/locklab/locklab/internal/scenario"
+	"github.com/locklab/locklab/internal/versions"
+	"github.com/redis/go-redis/v9"
+)
+
+func scenarioNames() string {
+	var names []string
+	for _, s := range scenario.All {
+		names = append(names, s.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// runScenarios runs the chosen scenarios against every chosen version they
+// apply to, prints expected against observed, and exits 1 if any differ.
+func runScenarios(ctx context.Context, o options, stdout, stderr io.Writer) int {
+	_, settings, err := loadtest.Settings(o.cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadtest: -scenario: cannot read the replicas' settings:", err)
+		return 1
+	}
+	if settings["chaos"] != "true" {
+		fmt.Fprintln(stderr, "loadtest: -scenario needs replicas started with -chaos and -admin-token (make scenarios does that)")
+		return 1
+	}
+	ttl, err := time.ParseDuration(settings["ttl"])
+	if err != nil {
+		fmt.Fprintln(stderr, "loadtest: -scenario: the replicas report no -ttl:", err)
+		return 1
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: o.redis, Password: o.redisPass})
+	defer rdb.Close()
+	env := scenario.Env{URL: o.cfg.URL, AdminToken: o.cfg.AdminToken, Redis: rdb, LockKey: "inventoryRedisLock",
+		StockKey: "inventory:001", TTL: ttl, Client: &http.Client{Timeout: 2 * time.Minute}}
+
+	var cells []scenario.Cell
+	for _, s := range scenario.All {
+		if o.scenario != "all" && o.scenario != s.Name {
+			continue
+		}
+		for _, lock := range o.locks {
+			if _, ok := s.Expect[lock]; !ok {
+				continue
+			}
+			c, err := s.Run(ctx, env, lock)
+			if err != nil {
+				fmt.Fprintf(stderr, "loadtest: scenario %s, %s: %v\n", s.Name, lock, err)
+				return 1
+			}
+			cells = append(cells, c)
+		}
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		for _, c := range cells {
+			_ = enc.Encode(c)
+		}
+	} else {
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "scenario\tlock\texpected\tobserved\t\tdetail")
+		for _, c := range cells {
+			mark := "ok"
+			if !c.OK() {
+				mark = "DIFFERS"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Scenario, c.Lock, c.Expected, c.Observed, mark, c.Detail)
+		}
+		tw.Flush()
+	}
+	if o.readme != "" {
+		if err := writeMatrix(o.readme, cells, settings); err != nil {
+			fmt.Fprintln(stderr, "loadtest:", err)
+			return 1
+		}
+		fmt.Fprintln(stderr, "loadtest: matrix written to", o.readme)
+	}
+	if i := slices.IndexFunc(cells, func(c scenario.Cell) bool { return !c.OK() }); i >= 0 {
+		fmt.Fprintf(stderr, "loadtest: %s under %s: expected %q, observed %q\n", cells[i].Lock, cells[i].Scenario, cells[i].Expected, cells[i].Observed)
+		return 1
+	}
+	return 0
+}
+
+const (
+	matrixBegin = "<!-- scenarios:begin (generated: make scenarios-readme) -->\n"
+	matrixEnd   = "<!-- scenarios:end -->"
+)
+
+// writeMatrix replaces the text between the markers in file with the observed
+// matrix: one row per version, one column per scenario.
+func writeMatrix(file string, cells []scenario.Cell, settings map[string]string) error {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	text := string(raw)
+	i, j := strings.Index(text, matrixBegin), strings.Index(text, matrixEnd)
+	if i < 0 || j < i {
+		return fmt.Errorf("%s lacks the markers %q ... %q", file, matrixBegin, matrixEnd)
+	}
+	var b strings.Builder
+	b.WriteString("| version |")
+	for _, s := range scenario.All {
+		fmt.Fprintf(&b, " %s |", s.Name)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(scenario.All)) + "\n")
+	for _, lock := range versions.Names() {
+		row, any := "| `"+lock+"` |", false
+		for _, s := range scenario.All {
+			cell := "-"
+			for _, c := range cells {
+				if c.Scenario == s.Name && c.Lock == lock {
+					any = true
+					cell = c.Observed + " ✓"
+					if !c.OK() {
+						cell = fmt.Sprintf("%s ✗ (expected: %s)", c.Observed, c.Expected)
+					}
+				}
+			}
+			row += " " + cell + " |"
+		}
+		if any {
+			b.WriteString(row + "\n")
+		}
+	}
+	fmt.Fprintf(&b, "\nObserved by `make scenarios-readme` on %s (%d cores): replicas with -ttl %s, -acquire-timeout %s; ✓ = as expected.\n",
+		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), settings["ttl"], settings["acquire_timeout"])
+	return os.WriteFile(file, []byte(text[:i+len(matrixBegin)]+b.String()+text[j:]), 0o644)
+}
