@@ -73,7 +73,7 @@ SCENARIO_ENV := INVENTORY_CHAOS=true INVENTORY_ADMIN_TOKEN=scenarios INVENTORY_T
 scenarios:
 	@$(SCENARIO_ENV) $(CLUSTER) up
 	@status=0; \
-	$(GO) run ./loadtest -url $(URL)/sale -admin-token scenarios -scenario $(SCENARIO) $(SCENARIO_FLAGS) || status=$$?; \
+	$(GO) run ./loadtest -url $(URL)/sale -admin-token scenarios -run-dir $(RUN_DIR) -scenario $(SCENARIO) $(SCENARIO_FLAGS) || status=$$?; \
 	$(CLUSTER) down; \
 	exit $$status
 

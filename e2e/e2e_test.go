@@ -157,7 +157,8 @@ func TestScenarios(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6381"})
 	defer rdb.Close()
 	senv := scenario.Env{URL: url, AdminToken: "e2e", Redis: rdb, LockKey: "inventoryRedisLock",
-		StockKey: "inventory:001", TTL: ttl, Client: &http.Client{Timeout: time.Minute}}
+		StockKey: "inventory:001", TTL: ttl, Client: &http.Client{Timeout: time.Minute},
+		Replicas: scenario.LocalReplicas, Freeze: scenario.Local{RunDir: dir}.Freeze, Crash: scenario.Local{RunDir: dir}.Crash}
 	for run := 1; run <= 3; run++ {
 		for _, s := range scenario.All {
 			for _, lock := range versions.Names() {

@@ -43,6 +43,7 @@ type options struct {
 	redis      string
 	redisPass  string
 	readme     string
+	runDir     string
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -62,6 +63,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.scenario, "scenario", "", "run a fault scenario instead of the load test: "+scenarioNames()+", or all (needs replicas started with -chaos and -admin-token)")
 	fs.StringVar(&o.redis, "redis", "127.0.0.1:6381", "with -scenario: the stock's Redis node, watched (never written) to see the lock come and go")
 	fs.StringVar(&o.redisPass, "redis-password", "", "with -scenario: its password")
+	fs.StringVar(&o.runDir, "run-dir", ".run", "with -scenario: the local cluster's run directory (its pid files), for the scenarios that freeze a replica")
 	fs.StringVar(&o.readme, "readme", "", "with -scenario: write the observed matrix into this Markdown file, between its scenarios markers")
 	fs.Func("note", "a line about the setup, shown in the report (repeatable)", func(s string) error {
 		o.notes = append(o.notes, s)

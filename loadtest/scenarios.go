@@ -47,7 +47,8 @@ func runScenarios(ctx context.Context, o options, stdout, stderr io.Writer) int 
 	rdb := redis.NewClient(&redis.Options{Addr: o.redis, Password: o.redisPass})
 	defer rdb.Close()
 	env := scenario.Env{URL: o.cfg.URL, AdminToken: o.cfg.AdminToken, Redis: rdb, LockKey: "inventoryRedisLock",
-		StockKey: "inventory:001", TTL: ttl, Client: &http.Client{Timeout: 2 * time.Minute}}
+		StockKey: "inventory:001", TTL: ttl, Client: &http.Client{Timeout: 2 * time.Minute},
+		Replicas: scenario.LocalReplicas, Freeze: scenario.Local{RunDir: o.runDir}.Freeze, Crash: scenario.Local{RunDir: o.runDir}.Crash}
 
 	var cells []scenario.Cell
 	for _, s := range scenario.All {

@@ -30,6 +30,9 @@ const (
 	KeepsSuccessor   = "keeps successor's lock"
 	WaitsOnItself    = "waits on itself"
 	Passes           = "passes"
+	StaleRefused     = "no oversell, stale write refused"
+	Deadlock         = "waits until its deadline (deadlock)"
+	Resumes          = "resumes after the lease, no oversell"
 )
 
 // Env is the cluster a scenario runs against.
@@ -41,6 +44,13 @@ type Env struct {
 	StockKey   string        // inventory:001
 	TTL        time.Duration // the replicas' -ttl (from /healthz)
 	Client     *http.Client
+	// Replicas are two replicas' own /sale endpoints, and Freeze stops (or,
+	// with false, resumes) replica i's process: the local cluster sends
+	// SIGSTOP and SIGCONT. The pause-holder scenarios need them.
+	Replicas [2]string
+	Freeze   func(i int, frozen bool) error
+	// Crash kills replica i (SIGKILL) and returns what starts it again.
+	Crash func(i int) (restart func(context.Context) error, err error)
 }
 
 // Scenario is one fault and what each version is expected to do under it.
@@ -76,6 +86,29 @@ var All = []Scenario{
 		Injected: "a pause (1.5 x TTL) at the release's last moment before the delete: between v5's GET and DEL",
 		Expect:   map[string]string{"v5": DeletesSuccessor, "v6": KeepsSuccessor},
 		run:      releaseRace,
+	},
+	{
+		Name:     "crash-holder",
+		Injected: "the replica holding the lock is killed (SIGKILL) mid-sale, then started again",
+		Expect: map[string]string{"v3": Deadlock, "v4": Resumes, "v5": Resumes, "v6": Resumes, "v7": Resumes,
+			"v8": Resumes, "redlock": Resumes},
+		run: crashHolder,
+	},
+	{
+		Name:     "pause-holder",
+		Injected: "the holder's process frozen (SIGSTOP) past its lease after reading the stock, then resumed (a GC pause)",
+		Expect:   map[string]string{"v8": Oversell, "redlock": Oversell},
+		run: func(ctx context.Context, e Env, lock string) (string, string, error) {
+			return pauseHolder(ctx, e, lock, false)
+		},
+	},
+	{
+		Name:     "pause-holder+fence",
+		Injected: "the same, with fencing tokens on (fence=1)",
+		Expect:   map[string]string{"v8": StaleRefused, "redlock": StaleRefused},
+		run: func(ctx context.Context, e Env, lock string) (string, string, error) {
+			return pauseHolder(ctx, e, lock, true)
+		},
 	},
 	{
 		Name:     "reentry",
@@ -167,6 +200,131 @@ func releaseRace(ctx context.Context, e Env, lock string) (string, string, error
 	return KeepsSuccessor, detail, nil
 }
 
+// crashHolder: S, on replica 1, takes the lock and works for 10 x TTL; the
+// replica is killed. B, on replica 2, then wants the lock: with no expiry
+// (v3) nobody will ever release it and B waits until its deadline; with one,
+// B gets it once the lease runs out and sells. Replica 1 is started again.
+func crashHolder(ctx context.Context, e Env, lock string) (observed, detail string, err error) {
+	if e.Crash == nil || e.Replicas[0] == "" {
+		return "", "", errors.New("crash-holder needs process control of the replicas (the local cluster's run directory)")
+	}
+	before, err := e.reset(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	s := e.sellAt(ctx, e.Replicas[0], lock, "hold="+(10*e.TTL).String())
+	if err := e.waitLock(ctx, true, 5*time.Second); err != nil {
+		return "", "", fmt.Errorf("the first sale never took the lock: %w", err)
+	}
+	restart, err := e.Crash(0)
+	if err != nil {
+		return "", "", err
+	}
+	defer func() { err = errors.Join(err, restart(ctx)) }() // whatever happens, the replica comes back
+	<-s                                                     // its connection died with the replica
+	rb := <-e.sellAt(ctx, e.Replicas[1], lock, "")
+	if rb.err != nil {
+		return "", "", rb.err
+	}
+	oversold, detail, err := e.oversold(ctx, before, rb)
+	detail += fmt.Sprintf(", the next sale answered in %s", rb.elapsed.Round(time.Millisecond))
+	switch {
+	case err != nil:
+		return "", "", err
+	case rb.status == http.StatusServiceUnavailable && rb.code == "lock_timeout":
+		return Deadlock, detail, nil
+	case rb.status == http.StatusOK && oversold == 0:
+		return Resumes, detail, nil
+	}
+	return "unexpected reply", detail, nil
+}
+
+// pauseHolder: S, on replica 1, takes the lock and reads the stock; the
+// replica is then frozen, watchdog and all, until the lease has expired; B, on
+// replica 2, takes the lock and sells; replica 1 resumes and S writes what it
+// read before. Without fencing both sell the same unit; with it the stock
+// refuses S's stale write (412).
+func pauseHolder(ctx context.Context, e Env, lock string, fenced bool) (string, string, error) {
+	if e.Freeze == nil || e.Replicas[0] == "" {
+		return "", "", errors.New("pause-holder needs process control of the replicas (the local cluster's run directory)")
+	}
+	before, err := e.reset(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	reads, err := e.getCalls(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	fence := "0"
+	if fenced {
+		fence = "1"
+	}
+	s := e.sellAt(ctx, e.Replicas[0], lock, "hold="+(e.TTL/2).String()+"&fence="+fence)
+	if err := e.waitLock(ctx, true, 5*time.Second); err != nil {
+		return "", "", fmt.Errorf("the first sale never took the lock: %w", err)
+	}
+	// Freeze only once S has read the stock: Redis counts the GET.
+	if err := e.waitUntil(ctx, 5*time.Second, func() (bool, error) {
+		n, err := e.getCalls(ctx)
+		return n > reads, err
+	}); err != nil {
+		return "", "", fmt.Errorf("the first sale never read the stock: %w", err)
+	}
+	if err := e.Freeze(0, true); err != nil {
+		return "", "", err
+	}
+	thawed := false
+	thaw := func() error {
+		if thawed {
+			return nil
+		}
+		thawed = true
+		return e.Freeze(0, false)
+	}
+	defer thaw() // whatever happens, the replica runs again
+	if err := e.waitLock(ctx, false, 3*e.TTL); err != nil {
+		return "", "", fmt.Errorf("the frozen holder's lease never expired: %w", err)
+	}
+	rb := <-e.sellAt(ctx, e.Replicas[1], lock, "fence="+fence)
+	if rb.err != nil {
+		return "", "", rb.err
+	}
+	if err := thaw(); err != nil {
+		return "", "", err
+	}
+	rs := <-s
+	if rs.err != nil {
+		return "", "", rs.err
+	}
+	oversold, detail, err := e.oversold(ctx, before, rs, rb)
+	switch {
+	case err != nil:
+		return "", "", err
+	case oversold > 0:
+		return Oversell, detail, nil
+	case rs.status == http.StatusPreconditionFailed && rs.code == "fenced":
+		return StaleRefused, detail, nil
+	}
+	return NoOversell, detail, nil
+}
+
+// getCalls is how many GETs the stock's node has served.
+func (e Env) getCalls(ctx context.Context) (int64, error) {
+	info, err := e.Redis.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_get:calls="); ok {
+			var n int64
+			_, err := fmt.Sscanf(rest, "%d", &n)
+			return n, err
+		}
+	}
+	return 0, nil // no GET served yet
+}
+
 // reentry: one sale that takes the lock twice, nested. A lock that is not
 // reentrant makes the inner acquisition wait on the outer one, which only its
 // own release could end: so it waits until its acquire deadline (a 503) or, if
@@ -200,13 +358,19 @@ type reply struct {
 	err           error
 }
 
-// sell sends POST /sale?lock=LOCK&HOOKS with the admin token, in the background.
+// sell sends POST /sale?lock=LOCK&HOOKS through nginx with the admin token,
+// in the background.
 func (e Env) sell(ctx context.Context, lock, hooks string) <-chan reply {
+	return e.sellAt(ctx, e.URL, lock, hooks)
+}
+
+// sellAt is sell to the given /sale endpoint.
+func (e Env) sellAt(ctx context.Context, saleURL, lock, hooks string) <-chan reply {
 	ch := make(chan reply, 1)
 	go func() {
 		var r reply
 		defer func() { ch <- r }()
-		u := e.URL + "?lock=" + url.QueryEscape(lock) + "&" + hooks
+		u := saleURL + "?lock=" + url.QueryEscape(lock) + "&" + hooks
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
 		if err != nil {
 			r.err = err
@@ -277,26 +441,41 @@ func (e Env) oversold(ctx context.Context, before int64, rs ...reply) (int64, st
 	if err != nil {
 		return 0, "", err
 	}
-	var sold int64
+	var sold, refused int64
 	var parts []string
 	for _, r := range rs {
-		if r.status == http.StatusOK {
+		switch r.status {
+		case http.StatusOK:
 			sold++
+		case http.StatusPreconditionFailed:
+			refused++
 		}
 		parts = append(parts, fmt.Sprint(r.status))
 	}
-	return sold - (before - after), fmt.Sprintf("replies %s, stock %d -> %d", strings.Join(parts, " "), before, after), nil
+	detail := fmt.Sprintf("replies %s, stock %d -> %d", strings.Join(parts, " "), before, after)
+	if refused > 0 {
+		detail += fmt.Sprintf(", %d stale write refused", refused)
+	}
+	return sold - (before - after), detail, nil
 }
 
 // waitLock waits until the lock key exists (or is gone), for at most limit.
 func (e Env) waitLock(ctx context.Context, exists bool, limit time.Duration) error {
+	return e.waitUntil(ctx, limit, func() (bool, error) {
+		n, err := e.Redis.Exists(ctx, e.LockKey).Result()
+		return (n == 1) == exists, err
+	})
+}
+
+// waitUntil polls cond, an observable state, for at most limit.
+func (e Env) waitUntil(ctx context.Context, limit time.Duration, cond func() (bool, error)) error {
 	deadline := time.Now().Add(limit)
 	for {
-		n, err := e.Redis.Exists(ctx, e.LockKey).Result()
+		ok, err := cond()
 		if err != nil {
 			return err
 		}
-		if (n == 1) == exists {
+		if ok {
 			return nil
 		}
 		if time.Now().After(deadline) {

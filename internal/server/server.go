@@ -143,11 +143,12 @@ func (h *handlers) sale(w http.ResponseWriter, r *http.Request) {
 
 // faults reads the fault hooks of a /sale request: hold=DURATION (this sale's
 // business time), release_pause=DURATION (a pause at the release's last moment
-// before it deletes the lock) and nested=1 (take the lock twice). They need
+// before it deletes the lock), nested=1 (take the lock twice) and fence=1|0
+// (fencing on or off for this sale, whatever -fence says). They need
 // -chaos and the admin token; a request without them is untouched.
 func (h *handlers) faults(r *http.Request, m sale.Method) (context.Context, sale.Method, *requestError) {
 	q := r.URL.Query()
-	if !q.Has("hold") && !q.Has("release_pause") && !q.Has("nested") {
+	if !q.Has("hold") && !q.Has("release_pause") && !q.Has("nested") && !q.Has("fence") {
 		return r.Context(), m, nil
 	}
 	if !h.Chaos {
@@ -179,6 +180,16 @@ func (h *handlers) faults(r *http.Request, m sale.Method) (context.Context, sale
 			return nil, m, &requestError{http.StatusBadRequest, "bad_request", fmt.Sprintf("nested=%q: want 1 or 0", q.Get("nested"))}
 		}
 		m.Nested = m.Nested || nested
+	}
+	if q.Has("fence") {
+		fenced, err := strconv.ParseBool(q.Get("fence"))
+		if err != nil {
+			return nil, m, &requestError{http.StatusBadRequest, "bad_request", fmt.Sprintf("fence=%q: want 1 or 0", q.Get("fence"))}
+		}
+		if _, ok := m.Guard.(sale.FencedGuard); fenced && !ok {
+			return nil, m, &requestError{http.StatusBadRequest, "bad_request", fmt.Sprintf("lock %s cannot hand out fencing tokens", m.Name)}
+		}
+		m.Fence = fenced
 	}
 	return chaos.With(r.Context(), f), m, nil
 }

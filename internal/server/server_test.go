@@ -247,11 +247,11 @@ func TestFaultHooksAreGuarded(t *testing.T) {
 	off.rdb.Set(context.Background(), "inventory:001", 5, 0)
 	off.expect(t, off.do(t, "POST", "/sale?hold=1s", "", "Authorization", "Bearer t"), 400, map[string]any{"code": "chaos_disabled"})
 
-	on := newStack(t, options{token: "t", chaos: true, lock: "v6", acquireTimeout: 100 * time.Millisecond})
+	on := newStack(t, options{token: "t", chaos: true, override: true, lock: "v6", acquireTimeout: 100 * time.Millisecond})
 	on.rdb.Set(context.Background(), "inventory:001", 5, 0)
 	on.expect(t, on.do(t, "POST", "/sale?hold=1ms", ""), 401, map[string]any{"code": "unauthorized"})
 	on.expect(t, on.do(t, "POST", "/sale?hold=1ms", "", "Authorization", "Bearer wrong"), 401, nil)
-	for _, q := range []string{"hold=soon", "hold=-1s", "hold=1h", "release_pause=0s", "nested=maybe"} {
+	for _, q := range []string{"hold=soon", "hold=-1s", "hold=1h", "release_pause=0s", "nested=maybe", "fence=maybe", "lock=v1&fence=1"} {
 		on.expect(t, on.do(t, "POST", "/sale?"+q, "", "Authorization", "Bearer t"), 400, map[string]any{"code": "bad_request"})
 	}
 	if on.stock(t) != "5" {
