@@ -158,7 +158,9 @@ func TestScenarios(t *testing.T) {
 	defer rdb.Close()
 	senv := scenario.Env{URL: url, AdminToken: "e2e", Redis: rdb, LockKey: "inventoryRedisLock",
 		StockKey: "inventory:001", TTL: ttl, Client: &http.Client{Timeout: time.Minute},
-		Replicas: scenario.LocalReplicas, Freeze: scenario.Local{RunDir: dir}.Freeze, Crash: scenario.Local{RunDir: dir}.Crash}
+		Replicas: scenario.LocalReplicas}
+	local := scenario.Local{RunDir: dir, Script: "../deploy/local/cluster.sh"}
+	senv.Freeze, senv.Crash, senv.FreezeStockNode, senv.CrashSpareNode = local.Freeze, local.Crash, local.FreezeStockNode, local.CrashSpareNode
 	for run := 1; run <= 3; run++ {
 		for _, s := range scenario.All {
 			for _, lock := range versions.Names() {

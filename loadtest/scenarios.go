@@ -48,7 +48,9 @@ func runScenarios(ctx context.Context, o options, stdout, stderr io.Writer) int 
 	defer rdb.Close()
 	env := scenario.Env{URL: o.cfg.URL, AdminToken: o.cfg.AdminToken, Redis: rdb, LockKey: "inventoryRedisLock",
 		StockKey: "inventory:001", TTL: ttl, Client: &http.Client{Timeout: 2 * time.Minute},
-		Replicas: scenario.LocalReplicas, Freeze: scenario.Local{RunDir: o.runDir}.Freeze, Crash: scenario.Local{RunDir: o.runDir}.Crash}
+		Replicas: scenario.LocalReplicas}
+	local := scenario.Local{RunDir: o.runDir, Script: "deploy/local/cluster.sh"}
+	env.Freeze, env.Crash, env.FreezeStockNode, env.CrashSpareNode = local.Freeze, local.Crash, local.FreezeStockNode, local.CrashSpareNode
 
 	var cells []scenario.Cell
 	for _, s := range scenario.All {

@@ -6,6 +6,9 @@
 #                      with -lock-override, and nginx on PORT balancing them round-robin
 #   cluster.sh down    stops exactly what `up` started
 #   cluster.sh status  what is running
+#   cluster.sh start-redis PORT
+#                      starts one Redis node again as `up` did (the scenarios
+#                      kill one and bring it back)
 #
 # Settings (environment): LOCK (v1), PORT (80), REPLICAS (2), RUN_DIR (.run),
 # WORK (1ms: the replicas' -work, business time between reading and writing
@@ -107,6 +110,16 @@ render_nginx() {
   grep -q "listen 127.0.0.1:$PORT;" "$RUN_DIR/nginx/nginx.conf" || die "could not render nginx.conf (no 'listen 80;' in deploy/nginx.conf)"
 }
 
+# start_redis starts one node (no persistence, no replication) and waits for PING.
+start_redis() {
+  local p=$1
+  redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
+    --pidfile "$RUN_DIR/redis-$p.pid" --logfile "$RUN_DIR/redis-$p.log" --dir "$RUN_DIR" \
+    ${INVENTORY_REDIS_PASSWORD:+--requirepass "$INVENTORY_REDIS_PASSWORD"}
+  wait_until 10 "redis $p" redis-cli -p "$p" ${INVENTORY_REDIS_PASSWORD:+-a "$INVENTORY_REDIS_PASSWORD" --no-auth-warning} ping \
+    || { tail -5 "$RUN_DIR/redis-$p.log" >&2; die "redis-server $p did not start"; }
+}
+
 up() {
   local f i p
   if [ -d "$RUN_DIR" ]; then
@@ -143,15 +156,7 @@ up() {
   say "building the service"
   (cd "$root" && go build -o "$RUN_DIR/bin/inventory" ./cmd/inventory)
 
-  for p in "${REDIS_PORTS[@]}"; do
-    redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
-      --pidfile "$RUN_DIR/redis-$p.pid" --logfile "$RUN_DIR/redis-$p.log" --dir "$RUN_DIR" \
-      ${INVENTORY_REDIS_PASSWORD:+--requirepass "$INVENTORY_REDIS_PASSWORD"}
-  done
-  for p in "${REDIS_PORTS[@]}"; do
-    wait_until 10 "redis $p" redis-cli -p "$p" ${INVENTORY_REDIS_PASSWORD:+-a "$INVENTORY_REDIS_PASSWORD" --no-auth-warning} ping \
-      || { tail -5 "$RUN_DIR/redis-$p.log" >&2; die "redis-server $p did not start"; }
-  done
+  for p in "${REDIS_PORTS[@]}"; do start_redis "$p"; done
   # Seed the stock once, as the tutorial does with redis-cli; a later `up` keeps it.
   redis-cli -p "${REDIS_PORTS[0]}" ${INVENTORY_REDIS_PASSWORD:+-a "$INVENTORY_REDIS_PASSWORD" --no-auth-warning} \
     set inventory:001 "$STOCK" nx >/dev/null
@@ -214,5 +219,8 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   status) status ;;
-  *) echo "usage: $0 up|down|status   (env: LOCK=v1 PORT=80 REPLICAS=2 RUN_DIR=.run)" >&2; exit 2 ;;
+  start-redis)
+    [[ " ${REDIS_PORTS[*]} " == *" ${2:-} "* ]] || die "start-redis: want one of ${REDIS_PORTS[*]}"
+    start_redis "$2" ;;
+  *) echo "usage: $0 up|down|status|start-redis PORT   (env: LOCK=v1 PORT=80 REPLICAS=2 RUN_DIR=.run)" >&2; exit 2 ;;
 esac

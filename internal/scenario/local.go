@@ -19,35 +19,91 @@ import (
 var LocalReplicas = [2]string{"http://127.0.0.1:8080/sale", "http://127.0.0.1:8081/sale"}
 
 // Local controls the processes of the local cluster whose pid files are in
-// RunDir (deploy/local/cluster.sh).
-type Local struct{ RunDir string }
+// RunDir, started by Script (deploy/local/cluster.sh).
+type Local struct {
+	RunDir string
+	Script string
+}
+
+// The local cluster's Redis nodes: the stock's and single-node locks' node,
+// and one that only redlock uses.
+const (
+	stockNode = 6381
+	spareNode = 6383
+)
 
 func (l Local) pidFile(i int) string {
 	return filepath.Join(l.RunDir, fmt.Sprintf("inventory-%d.pid", i+1))
 }
 
-func (l Local) pid(i int) (int, error) {
-	raw, err := os.ReadFile(l.pidFile(i))
+// pidOf reads RunDir/NAME.pid.
+func (l Local) pidOf(name string) (int, error) {
+	raw, err := os.ReadFile(filepath.Join(l.RunDir, name+".pid"))
 	if err != nil {
-		return 0, fmt.Errorf("scenario: replica %d: %w (is the local cluster up with this run directory?)", i+1, err)
+		return 0, fmt.Errorf("scenario: %s: %w (is the local cluster up with this run directory?)", name, err)
 	}
 	return strconv.Atoi(strings.TrimSpace(string(raw)))
 }
 
-// Freeze stops replica i's process (SIGSTOP: its watchdogs too) or resumes it.
-func (l Local) Freeze(i int, frozen bool) error {
-	pid, err := l.pid(i)
+func (l Local) pid(i int) (int, error) { return l.pidOf(fmt.Sprintf("inventory-%d", i+1)) }
+
+// signal sends sig to the process of RunDir/NAME.pid.
+func (l Local) signal(name string, sig syscall.Signal) error {
+	pid, err := l.pidOf(name)
 	if err != nil {
 		return err
 	}
-	sig := syscall.SIGCONT
-	if frozen {
-		sig = syscall.SIGSTOP
-	}
 	if err := syscall.Kill(pid, sig); err != nil {
-		return fmt.Errorf("scenario: %s replica %d (pid %d): %w", sig, i+1, pid, err)
+		return fmt.Errorf("scenario: %s %s (pid %d): %w", sig, name, pid, err)
 	}
 	return nil
+}
+
+func stopOrCont(frozen bool) syscall.Signal {
+	if frozen {
+		return syscall.SIGSTOP
+	}
+	return syscall.SIGCONT
+}
+
+// Freeze stops replica i's process (SIGSTOP: its watchdogs too) or resumes it.
+func (l Local) Freeze(i int, frozen bool) error {
+	return l.signal(fmt.Sprintf("inventory-%d", i+1), stopOrCont(frozen))
+}
+
+// FreezeStockNode stops the stock's Redis node (SIGSTOP: it answers nothing,
+// and keeps its data) or resumes it.
+func (l Local) FreezeStockNode(frozen bool) error {
+	return l.signal(fmt.Sprintf("redis-%d", stockNode), stopOrCont(frozen))
+}
+
+// CrashSpareNode kills the node only redlock uses, and returns what starts it
+// again (empty: no persistence) through the cluster script.
+func (l Local) CrashSpareNode() (restart func(context.Context) error, err error) {
+	name := fmt.Sprintf("redis-%d", spareNode)
+	pid, err := l.pidOf(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.signal(name, syscall.SIGKILL); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		// Gone before it is started again, or the new one could not bind.
+		for syscall.Kill(pid, 0) == nil {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		cmd := exec.CommandContext(ctx, "bash", l.Script, "start-redis", strconv.Itoa(spareNode))
+		cmd.Env = append(os.Environ(), "RUN_DIR="+l.RunDir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("scenario: restart %s: %w: %s", name, err, out)
+		}
+		return nil
+	}, nil
 }
 
 // Crash kills replica i with SIGKILL, as a crash would: no release, no

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +33,8 @@ const (
 	Passes           = "passes"
 	StaleRefused     = "no oversell, stale write refused"
 	Deadlock         = "waits until its deadline (deadlock)"
+	Clean503         = "clean 503s, stock unchanged"
+	KeepsSelling     = "keeps selling, no oversell"
 	Resumes          = "resumes after the lease, no oversell"
 )
 
@@ -51,6 +54,11 @@ type Env struct {
 	Freeze   func(i int, frozen bool) error
 	// Crash kills replica i (SIGKILL) and returns what starts it again.
 	Crash func(i int) (restart func(context.Context) error, err error)
+	// FreezeStockNode stops (or resumes) the node of the stock and the
+	// single-node locks; CrashSpareNode kills a node only redlock uses and
+	// returns what starts it again. The node-down scenario needs them.
+	FreezeStockNode func(frozen bool) error
+	CrashSpareNode  func() (restart func(context.Context) error, err error)
 }
 
 // Scenario is one fault and what each version is expected to do under it.
@@ -93,6 +101,13 @@ var All = []Scenario{
 		Expect: map[string]string{"v3": Deadlock, "v4": Resumes, "v5": Resumes, "v6": Resumes, "v7": Resumes,
 			"v8": Resumes, "redlock": Resumes},
 		run: crashHolder,
+	},
+	{
+		Name:     "node-down",
+		Injected: "a Redis node down during the sales: the single-node locks' own (frozen, so its stock can be checked after), or for redlock one of three (killed)",
+		Expect: map[string]string{"v3": Clean503, "v4": Clean503, "v5": Clean503, "v6": Clean503, "v7": Clean503,
+			"v8": Clean503, "redlock": KeepsSelling},
+		run: nodeDown,
 	},
 	{
 		Name:     "pause-holder",
@@ -237,6 +252,76 @@ func crashHolder(ctx context.Context, e Env, lock string) (observed, detail stri
 		return Resumes, detail, nil
 	}
 	return "unexpected reply", detail, nil
+}
+
+// nodeDown: with the single-node locks' node not answering, every sale must
+// fail cleanly (503 unavailable, nothing sold, the stock as it was once the
+// node is back); with one of redlock's three nodes dead, ten concurrent sales
+// must still go through on the other two, without oversell.
+func nodeDown(ctx context.Context, e Env, lock string) (observed, detail string, err error) {
+	if e.FreezeStockNode == nil || e.CrashSpareNode == nil {
+		return "", "", errors.New("node-down needs process control of the Redis nodes (the local cluster's run directory)")
+	}
+	before, err := e.reset(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	fire := func(n int) []reply {
+		chans := make([]<-chan reply, n)
+		for i := range chans {
+			chans[i] = e.sell(ctx, lock, "")
+		}
+		replies := make([]reply, n)
+		for i, ch := range chans {
+			replies[i] = <-ch
+		}
+		return replies
+	}
+	if lock == "redlock" {
+		restart, err := e.CrashSpareNode()
+		if err != nil {
+			return "", "", err
+		}
+		defer func() { err = errors.Join(err, restart(ctx)) }()
+		replies := fire(10)
+		oversold, detail, err := e.oversold(ctx, before, replies...)
+		if err != nil {
+			return "", "", err
+		}
+		if oversold == 0 && slices.IndexFunc(replies, func(r reply) bool { return r.status != http.StatusOK }) < 0 {
+			return KeepsSelling, detail, nil
+		}
+		return fmt.Sprintf("oversold %d", oversold), detail, nil
+	}
+	if err := e.FreezeStockNode(true); err != nil {
+		return "", "", err
+	}
+	thawed := false
+	defer func() {
+		if !thawed {
+			err = errors.Join(err, e.FreezeStockNode(false))
+		}
+	}()
+	replies := fire(5)
+	thawed = true
+	if err := e.FreezeStockNode(false); err != nil {
+		return "", "", err
+	}
+	after, err := e.Redis.Get(ctx, e.StockKey).Int64()
+	if err != nil {
+		return "", "", err
+	}
+	clean := 0
+	for _, r := range replies {
+		if r.err == nil && r.status == http.StatusServiceUnavailable && r.code == "unavailable" {
+			clean++
+		}
+	}
+	detail = fmt.Sprintf("%d of %d replies 503 unavailable, stock %d -> %d", clean, len(replies), before, after)
+	if clean == len(replies) && after == before {
+		return Clean503, detail, nil
+	}
+	return "not clean", detail, nil
 }
 
 // pauseHolder: S, on replica 1, takes the lock and reads the stock; the
