@@ -86,6 +86,13 @@ func runScenarios(ctx context.Context, o options, stdout, stderr io.Writer) int 
 		}
 		tw.Flush()
 	}
+	if o.out != "" {
+		if err := writeScenarioReport(o, cells, settings); err != nil {
+			fmt.Fprintln(stderr, "loadtest:", err)
+			return 1
+		}
+		fmt.Fprintln(stderr, "loadtest: report written to", o.out)
+	}
 	if o.readme != "" {
 		if err := writeMatrix(o.readme, cells, settings); err != nil {
 			fmt.Fprintln(stderr, "loadtest:", err)
@@ -123,26 +130,53 @@ func writeMatrix(file string, cells []scenario.Cell, settings map[string]string)
 		fmt.Fprintf(&b, " %s |", s.Name)
 	}
 	b.WriteString("\n|---|" + strings.Repeat("---|", len(scenario.All)) + "\n")
-	for _, lock := range versions.Names() {
-		row, any := "| `"+lock+"` |", false
-		for _, s := range scenario.All {
-			cell := "-"
-			for _, c := range cells {
-				if c.Scenario == s.Name && c.Lock == lock {
-					any = true
-					cell = c.Observed + " ✓"
-					if !c.OK() {
-						cell = fmt.Sprintf("%s ✗ (expected: %s)", c.Observed, c.Expected)
-					}
-				}
+	for _, row := range scenario.Matrix(cells, versions.Names()) {
+		line := "| `" + row.Lock + "` |"
+		for _, c := range row.Cells {
+			switch {
+			case c == nil:
+				line += " - |"
+			case c.OK():
+				line += " " + c.Observed + " ✓ |"
+			default:
+				line += fmt.Sprintf(" %s ✗ (expected: %s) |", c.Observed, c.Expected)
 			}
-			row += " " + cell + " |"
 		}
-		if any {
-			b.WriteString(row + "\n")
-		}
+		b.WriteString(line + "\n")
 	}
 	fmt.Fprintf(&b, "\nObserved by `make scenarios-readme` on %s (%d cores): replicas with -ttl %s, -acquire-timeout %s; ✓ = as expected.\n",
 		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), settings["ttl"], settings["acquire_timeout"])
 	return os.WriteFile(file, []byte(text[:i+len(matrixBegin)]+b.String()+text[j:]), 0o644)
+}
+
+// writeScenarioReport writes the matrix as the HTML report's scenarios section.
+func writeScenarioReport(o options, cells []scenario.Cell, settings map[string]string) error {
+	rep := loadtest.NewReport(o.cfg, nil, append(o.notes, fmt.Sprintf("Replicas with -ttl %s and -acquire-timeout %s, fault hooks on (-chaos).",
+		settings["ttl"], settings["acquire_timeout"])))
+	rep.Title = "locklab: each version's flaw, on demand"
+	for _, s := range scenario.All {
+		rep.Scenarios = append(rep.Scenarios, loadtest.ScenarioInfo{Name: s.Name, Injected: s.Injected})
+	}
+	for _, row := range scenario.Matrix(cells, versions.Names()) {
+		mr := loadtest.MatrixRow{Lock: row.Lock}
+		for _, c := range row.Cells {
+			if c == nil {
+				mr.Cells = append(mr.Cells, loadtest.MatrixCell{})
+				continue
+			}
+			mr.Cells = append(mr.Cells, loadtest.MatrixCell{Applies: true, OK: c.OK(), Observed: c.Observed, Expected: c.Expected, Detail: c.Detail})
+		}
+		rep.Matrix = append(rep.Matrix, mr)
+		v, _ := versions.Lookup(row.Lock)
+		rep.Versions = append(rep.Versions, v)
+	}
+	f, err := os.Create(o.out)
+	if err != nil {
+		return err
+	}
+	if err := loadtest.WriteHTML(f, rep); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

@@ -85,3 +85,25 @@ func TestReportIsSelfContained(t *testing.T) {
 		t.Error("report lacks the note")
 	}
 }
+
+func TestReportShowsTheScenarioMatrix(t *testing.T) {
+	rep := loadtest.NewReport(loadtest.Config{URL: "http://localhost/sale"}, nil, nil)
+	rep.Scenarios = []loadtest.ScenarioInfo{{Name: "crash-holder", Injected: "kill the holder"}}
+	rep.Matrix = []loadtest.MatrixRow{
+		{Lock: "v3", Cells: []loadtest.MatrixCell{{Applies: true, OK: true, Observed: "deadlock"}}},
+		{Lock: "v4", Cells: []loadtest.MatrixCell{{Applies: true, OK: false, Observed: "deadlock", Expected: "resumes"}}},
+	}
+	var b bytes.Buffer
+	if err := loadtest.WriteHTML(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	for _, want := range []string{"crash-holder", "kill the holder", `class="good"`, `class="bad"`, "(expected: resumes)"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(html, "<h2>Results</h2>") || strings.Contains(html, "src=") {
+		t.Error("a scenario report shows load-test results or loads something external")
+	}
+}

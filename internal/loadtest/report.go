@@ -68,6 +68,28 @@ type Report struct {
 	Rows      []ReportRow
 	// Notes are lines about how the run was set up (a -work, the cluster).
 	Notes []string
+	// Scenarios and Matrix, when set, are the fault scenarios' results:
+	// versions by scenarios, expected against observed.
+	Scenarios []ScenarioInfo
+	Matrix    []MatrixRow
+	// Versions are described at the end: what each adds and still gets wrong.
+	Versions []versions.Version
+}
+
+// ScenarioInfo names a scenario and what it injects.
+type ScenarioInfo struct{ Name, Injected string }
+
+// MatrixRow is one version's scenario cells.
+type MatrixRow struct {
+	Lock  string
+	Cells []MatrixCell
+}
+
+// MatrixCell is one scenario run against one version; Applies is false where
+// the scenario is not about that version.
+type MatrixCell struct {
+	Applies, OK                bool
+	Observed, Expected, Detail string
 }
 
 // ReportRow is one version: its result and what the catalogue says of it.
@@ -102,6 +124,7 @@ func NewReport(cfg Config, results []Result, notes []string) Report {
 	for _, r := range results {
 		v, _ := versions.Lookup(r.Lock)
 		rep.Rows = append(rep.Rows, ReportRow{Result: r, Version: v, MaxOversold: maxOver, MaxSales: maxSales})
+		rep.Versions = append(rep.Versions, v)
 	}
 	return rep
 }
