@@ -118,7 +118,7 @@ func (s *Service) Sell(ctx context.Context, m Method) (Result, error) {
 		return s.sellAtomic(ctx)
 	}
 	if m.Guard == nil {
-		return s.readCheckWrite(ctx)
+		return s.readCheckWrite(ctx, 0)
 	}
 	owner := uuid.NewString() + ":" + strconv.FormatInt(goid.Get(), 10)
 	release, token, err := s.acquire(ctx, m, owner)
@@ -130,9 +130,9 @@ func (s *Service) Sell(ctx context.Context, m Method) (Result, error) {
 		if err != nil {
 			return Result{}, errors.Join(err, s.release(ctx, release))
 		}
-		release = s.chain(inner, release)
+		release = chain(inner, release)
 	}
-	res, err := s.readCheckWriteFenced(ctx, token)
+	res, err := s.readCheckWrite(ctx, token)
 	relErr := s.release(ctx, release)
 	if err != nil {
 		return Result{}, err
@@ -178,7 +178,7 @@ func (s *Service) release(ctx context.Context, release func(context.Context) err
 }
 
 // chain releases inner, then outer, in that order, keeping both errors.
-func (s *Service) chain(inner, outer func(context.Context) error) func(context.Context) error {
+func chain(inner, outer func(context.Context) error) func(context.Context) error {
 	return func(ctx context.Context) error {
 		return errors.Join(inner(ctx), outer(ctx))
 	}
@@ -186,13 +186,9 @@ func (s *Service) chain(inner, outer func(context.Context) error) func(context.C
 
 // readCheckWrite is the tutorial's business step: GET, check, wait out the
 // business time, SET. It is not atomic; only a guard around it makes it safe.
-func (s *Service) readCheckWrite(ctx context.Context) (Result, error) {
-	return s.readCheckWriteFenced(ctx, 0)
-}
-
-// readCheckWriteFenced is readCheckWrite whose write, when token > 0, is the
-// fenced script: refused if a holder with a newer token has written.
-func (s *Service) readCheckWriteFenced(ctx context.Context, token int64) (Result, error) {
+// With a fencing token (> 0) the write is the fenced script instead of SET:
+// refused if a holder with a newer token has written.
+func (s *Service) readCheckWrite(ctx context.Context, token int64) (Result, error) {
 	n, err := s.Stock(ctx)
 	if err != nil {
 		return Result{}, err
