@@ -13,7 +13,7 @@ CLUSTER := bash deploy/local/cluster.sh
 URL := http://localhost:$(PORT)
 REPORT := $(CURDIR)/report.html
 
-.PHONY: scenarios scenarios-readme test test-e2e e2e-compose images-offline vet build check-redis up down status demo bench-loadtest clean
+.PHONY: bench-guards scenarios scenarios-readme test test-e2e e2e-compose images-offline vet build check-redis up down status demo bench-loadtest clean
 
 test: check-redis vet
 	$(GO) test -race ./...
@@ -80,6 +80,11 @@ scenarios:
 # The same, writing the observed matrix into README.md.
 scenarios-readme:
 	@$(MAKE) --no-print-directory scenarios SCENARIO=all SCENARIO_FLAGS="-readme $(CURDIR)/README.md"
+
+# Each guard's uncontended acquire and release against a real Redis, for
+# benchstat: make bench-guards > old.txt; (change); make bench-guards > new.txt
+bench-guards: check-redis
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./internal/locks/...
 
 # Is the load test fast enough not to be the bottleneck? Its requests/s
 # against wrk's, both on GET /healthz through nginx, in one run.

@@ -13,8 +13,8 @@ import (
 )
 
 // cluster starts three independent redis-servers.
-func cluster(t *testing.T) [3]*redistest.Server {
-	return [3]*redistest.Server{redistest.Start(t), redistest.Start(t), redistest.Start(t)}
+func cluster(tb testing.TB) [3]*redistest.Server {
+	return [3]*redistest.Server{redistest.Start(tb), redistest.Start(tb), redistest.Start(tb)}
 }
 
 // locker builds a Locker with its own clients, as one replica would.
@@ -97,4 +97,9 @@ func TestFencingTokens(t *testing.T) {
 	locktest.Tokens(t, l)
 	nodes[2].Stop()
 	locktest.Tokens(t, l)
+}
+
+// Three nodes, fanned out in parallel by redsync.
+func BenchmarkAcquireRelease(b *testing.B) {
+	locktest.BenchAcquireRelease(b, locker(cluster(b), 20*time.Second))
 }

@@ -32,3 +32,5 @@ func TestWaitEndsWithContext(t *testing.T) {
 	defer release(context.Background())
 	locktest.Waits(t, m, "b")
 }
+
+func BenchmarkAcquireRelease(b *testing.B) { locktest.BenchAcquireRelease(b, mutex.New()) }

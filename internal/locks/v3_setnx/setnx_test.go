@@ -162,3 +162,12 @@ func TestV5ReleaseRaceDeletesSuccessorsLock(t *testing.T) {
 		t.Fatal("B's lock survived; v5 is expected to delete it in the race")
 	}
 }
+
+func BenchmarkAcquireRelease(b *testing.B) {
+	rdb := redistest.Start(b).Client()
+	for _, name := range []string{"v3", "v4", "v5"} {
+		o := versions[name]
+		o.Key = "bench:" + name
+		b.Run(name, func(b *testing.B) { locktest.BenchAcquireRelease(b, setnx.New(rdb, o)) })
+	}
+}

@@ -139,3 +139,8 @@ func TestReleaseRaceKeepsSuccessorsLock(t *testing.T) {
 		t.Fatalf("lock holds %q after A's release, want B's", v)
 	}
 }
+
+func BenchmarkAcquireRelease(b *testing.B) {
+	rdb := redistest.Start(b).Client()
+	locktest.BenchAcquireRelease(b, lua.New(rdb, "bench", 20*time.Second, time.Millisecond))
+}

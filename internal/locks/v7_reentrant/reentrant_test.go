@@ -98,3 +98,8 @@ func TestFencingTokens(t *testing.T) {
 		t.Fatalf("next holder: token %d (err %v), want > %d", t3, err, t1)
 	}
 }
+
+func BenchmarkAcquireRelease(b *testing.B) {
+	rdb := redistest.Start(b).Client()
+	locktest.BenchAcquireRelease(b, reentrant.New(rdb, reentrant.Options{Key: "bench", TTL: 20 * time.Second, Retry: time.Millisecond}))
+}

@@ -124,3 +124,11 @@ func TestFencingTokensGrow(t *testing.T) {
 	defer l.Close()
 	locktest.Tokens(t, l)
 }
+
+// Includes starting and stopping the watchdog goroutine.
+func BenchmarkAcquireRelease(b *testing.B) {
+	rdb := redistest.Start(b).Client()
+	l := watchdog.New(rdb, reentrant.Options{Key: "bench", TTL: 20 * time.Second, Retry: time.Millisecond}, quiet)
+	defer l.Close()
+	locktest.BenchAcquireRelease(b, l)
+}
