@@ -207,12 +207,11 @@ const requestTimeout = 2 * time.Minute
 // Settings reads the lock settings a replica reports on /healthz (next to
 // the /sale endpoint), for the report: what the figures were measured against.
 func Settings(cfg Config) (replica string, settings map[string]string, err error) {
-	u, err := url.Parse(cfg.URL)
+	healthURL, err := sibling(cfg.URL, "healthz")
 	if err != nil {
 		return "", nil, err
 	}
-	u.Path, u.RawQuery = strings.TrimSuffix(u.Path, "/sale")+"/healthz", ""
-	raw, err := cfg.do(http.MethodGet, u.String(), nil)
+	raw, err := cfg.do(http.MethodGet, healthURL, nil)
 	if err != nil {
 		return "", nil, err
 	}
@@ -221,13 +220,16 @@ func Settings(cfg Config) (replica string, settings map[string]string, err error
 		Settings map[string]string `json:"settings"`
 	}
 	if err := json.Unmarshal(raw, &body); err != nil {
-		return "", nil, fmt.Errorf("loadtest: %s: %w", u, err)
+		return "", nil, fmt.Errorf("loadtest: %s: %w", healthURL, err)
 	}
 	return body.Replica, body.Settings, nil
 }
 
 // toStockURL turns .../sale into .../stock.
-func toStockURL(saleURL string) (string, error) {
+func toStockURL(saleURL string) (string, error) { return sibling(saleURL, "stock") }
+
+// sibling turns the service's .../sale endpoint into its .../NAME neighbour.
+func sibling(saleURL, name string) (string, error) {
 	u, err := url.Parse(saleURL)
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return "", fmt.Errorf("loadtest: -url %q: want an absolute URL such as http://localhost/sale", saleURL)
@@ -236,7 +238,7 @@ func toStockURL(saleURL string) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("loadtest: -url %q: want the /sale endpoint (its /stock sibling sets and reads the stock)", saleURL)
 	}
-	u.Path, u.RawQuery = base+"/stock", ""
+	u.Path, u.RawQuery = base+"/"+name, ""
 	return u.String(), nil
 }
 

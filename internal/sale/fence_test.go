@@ -31,8 +31,8 @@ func (f *freezer) Get(ctx context.Context, k string) *redis.StringCmd {
 
 // pauseHolder plays Kleppmann's scenario: A takes the lock and reads, freezes
 // past its lease; B takes the lock and sells; A wakes and writes. It returns
-// A's error and whether B sold.
-func pauseHolder(t *testing.T, fenced bool) (errA error, stockAfter int) {
+// the stock afterwards and A's error.
+func pauseHolder(t *testing.T, fenced bool) (stockAfter int, errA error) {
 	t.Helper()
 	rdb := redistest.Start(t).Client()
 	setStock(t, rdb, 10)
@@ -55,13 +55,14 @@ func pauseHolder(t *testing.T, fenced bool) (errA error, stockAfter int) {
 		t.Fatalf("B's sale: remaining %d, err %v; want 9, nil", res.Remaining, err)
 	}
 	close(f.thaw)
-	return <-done, stock(t, rdb)
+	errA = <-done
+	return stock(t, rdb), errA
 }
 
 // Without fencing the frozen holder's write lands after its successor's: two
 // units sold, one taken from the stock.
 func TestPauseHolderOversellsWithoutFencing(t *testing.T) {
-	errA, after := pauseHolder(t, false)
+	after, errA := pauseHolder(t, false)
 	if errA != nil || after != 9 {
 		t.Fatalf("A: err %v, stock %d; want A to sell too and the stock at 9 (the oversell)", errA, after)
 	}
@@ -69,7 +70,7 @@ func TestPauseHolderOversellsWithoutFencing(t *testing.T) {
 
 // With fencing the storage refuses the stale write: one unit sold, one taken.
 func TestPauseHolderIsFenced(t *testing.T) {
-	errA, after := pauseHolder(t, true)
+	after, errA := pauseHolder(t, true)
 	if !errors.Is(errA, sale.ErrFenced) || after != 9 {
 		t.Fatalf("A: err %v, stock %d; want ErrFenced and the stock at 9 (B's sale only)", errA, after)
 	}

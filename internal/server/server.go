@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -91,14 +92,15 @@ type errorBody struct {
 
 func (h *handlers) sale(w http.ResponseWriter, r *http.Request) {
 	name := h.Lock
-	if q, ok := r.URL.Query()["lock"]; ok {
+	q := r.URL.Query()
+	if q.Has("lock") {
 		if !h.Override {
 			writeJSON(w, http.StatusBadRequest, errorBody{
 				Error: "choosing the lock per request is disabled: start the service with -lock-override",
 				Code:  "override_disabled"})
 			return
 		}
-		name = q[0]
+		name = q.Get("lock")
 	}
 	m, ok := h.Methods[name]
 	if !ok {
@@ -107,7 +109,7 @@ func (h *handlers) sale(w http.ResponseWriter, r *http.Request) {
 			Code:  "unknown_lock"})
 		return
 	}
-	ctx, m, ferr := h.faults(r, m)
+	ctx, m, ferr := h.faults(r, q, m)
 	if ferr != nil {
 		writeJSON(w, ferr.status, errorBody{Error: ferr.msg, Code: ferr.code})
 		return
@@ -146,8 +148,7 @@ func (h *handlers) sale(w http.ResponseWriter, r *http.Request) {
 // before it deletes the lock), nested=1 (take the lock twice) and fence=1|0
 // (fencing on or off for this sale, whatever -fence says). They need
 // -chaos and the admin token; a request without them is untouched.
-func (h *handlers) faults(r *http.Request, m sale.Method) (context.Context, sale.Method, *requestError) {
-	q := r.URL.Query()
+func (h *handlers) faults(r *http.Request, q url.Values, m sale.Method) (context.Context, sale.Method, *requestError) {
 	if !q.Has("hold") && !q.Has("release_pause") && !q.Has("nested") && !q.Has("fence") {
 		return r.Context(), m, nil
 	}

@@ -37,24 +37,6 @@ func TestExpiryWithinTTL(t *testing.T) {
 	}
 }
 
-// A late release (lease expired, another owner holds the lock) deletes nothing.
-func TestKeepsSuccessorsLock(t *testing.T) {
-	rdb := redistest.Start(t).Client()
-	ctx := context.Background()
-	l := lua.New(rdb, "lock", 50*time.Millisecond, time.Millisecond)
-	releaseA, err := l.Acquire(ctx, "A")
-	if err != nil {
-		t.Fatal(err)
-	}
-	locktest.Successor(t, rdb, "lock", l, "B")
-	if err := releaseA(ctx); !errors.Is(err, lua.ErrNotHeld) {
-		t.Fatalf("A's late release: err = %v, want ErrNotHeld", err)
-	}
-	if v := rdb.Get(ctx, "lock").Val(); v != "B" {
-		t.Fatalf("lock holds %q, want B", v)
-	}
-}
-
 // recorder is a go-redis hook that records every command Redis executed (an
 // EVALSHA refused with NOSCRIPT executed nothing: go-redis then sends EVAL).
 type recorder struct {
@@ -120,27 +102,38 @@ func TestFencingTokensGrow(t *testing.T) {
 	locktest.Tokens(t, lua.New(rdb, "lock", time.Second, time.Millisecond))
 }
 
-// The same race as v5's (package setnx): the lease expires and a successor
-// takes the lock just before the release. v6 checks the owner in the same step
-// as it deletes, so the successor keeps its lock.
-func TestReleaseRaceKeepsSuccessorsLock(t *testing.T) {
-	rdb := redistest.Start(t).Client()
-	ctx := context.Background()
-	l := lua.New(rdb, "lock", 50*time.Millisecond, time.Millisecond)
-	releaseA, err := l.Acquire(ctx, "A")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hook := func(context.Context) { locktest.Successor(t, rdb, "lock", l, "B") }
-	if err := releaseA(chaos.With(ctx, chaos.Faults{BeforeDelete: hook})); !errors.Is(err, lua.ErrNotHeld) {
-		t.Fatalf("A's late release: err = %v, want ErrNotHeld", err)
-	}
-	if v := rdb.Get(ctx, "lock").Val(); v != "B" {
-		t.Fatalf("lock holds %q after A's release, want B's", v)
-	}
-}
-
 func BenchmarkAcquireRelease(b *testing.B) {
 	rdb := redistest.Start(b).Client()
 	locktest.BenchAcquireRelease(b, lua.New(rdb, "bench", 20*time.Second, time.Millisecond))
+}
+
+// The lease expires and a successor takes the lock, either before the release
+// (a late release) or inside it, just before the delete (v5's race, which
+// package setnx shows deleting the successor's lock). v6 checks the owner in
+// the same step as it deletes: the successor keeps its lock either way.
+func TestKeepsSuccessorsLock(t *testing.T) {
+	for _, during := range []bool{false, true} {
+		t.Run(map[bool]string{false: "before release", true: "during release"}[during], func(t *testing.T) {
+			rdb := redistest.Start(t).Client()
+			ctx := context.Background()
+			l := lua.New(rdb, "lock", 50*time.Millisecond, time.Millisecond)
+			releaseA, err := l.Acquire(ctx, "A")
+			if err != nil {
+				t.Fatal(err)
+			}
+			successor := func(context.Context) { locktest.Successor(t, rdb, "lock", l, "B") }
+			rctx := ctx
+			if during {
+				rctx = chaos.With(ctx, chaos.Faults{BeforeDelete: successor})
+			} else {
+				successor(ctx)
+			}
+			if err := releaseA(rctx); !errors.Is(err, lua.ErrNotHeld) {
+				t.Fatalf("A's late release: err = %v, want ErrNotHeld", err)
+			}
+			if v := rdb.Get(ctx, "lock").Val(); v != "B" {
+				t.Fatalf("lock holds %q after A's release, want B's", v)
+			}
+		})
+	}
 }
