@@ -13,7 +13,7 @@ CLUSTER := bash deploy/local/cluster.sh
 URL := http://localhost:$(PORT)
 REPORT := $(CURDIR)/report.html
 
-.PHONY: bench-guards scenarios scenarios-readme test test-e2e e2e-compose images-offline vet build check-redis up down status demo bench-loadtest clean
+.PHONY: bench bench-readme bench-guards scenarios scenarios-readme test test-e2e e2e-compose images-offline vet build check-redis up down status demo bench-loadtest clean
 
 test: check-redis vet
 	$(GO) test -race ./...
@@ -90,6 +90,22 @@ bench-guards: check-redis
 # against wrk's, both on GET /healthz through nginx, in one run.
 bench-loadtest:
 	@bash deploy/local/bench-loadtest.sh
+
+# Every version against the machine's ceilings, in one run on a local cluster
+# started for it with no business time (-work 0); the targets of issue 6;
+# results in $(BENCH_JSON); down, whatever happens.
+BENCH_JSON ?= $(CURDIR)/bench.json
+BENCH_FLAGS ?=
+bench:
+	@WORK=0 $(CLUSTER) up
+	@status=0; \
+	$(GO) run ./bench -url $(URL)/sale -run-dir $(RUN_DIR) -json $(BENCH_JSON) $(BENCH_FLAGS) || status=$$?; \
+	$(CLUSTER) down; \
+	exit $$status
+
+# The same, writing the table into README.md.
+bench-readme:
+	@$(MAKE) --no-print-directory bench BENCH_FLAGS="$(BENCH_FLAGS) -readme $(CURDIR)/README.md"
 
 clean:
 	rm -rf bin $(RUN_DIR) $(REPORT)

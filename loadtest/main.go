@@ -6,6 +6,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,6 +56,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.cfg.Concurrency, "c", 100, "concurrent requests")
 	fs.Int64Var(&o.cfg.Stock, "stock", 100, "stock set before each version (fewer units than requests, so every extra sale shows)")
 	fs.StringVar(&o.lockList, "lock", "all", "versions to compare: one, a comma list, or all ("+strings.Join(versions.Names(), " ")+")")
+	fs.StringVar(&o.cfg.Wait, "wait", "", "how the locks wait, per request (?wait=): poll or notify; empty: as the replicas' -wait says")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per version instead of the table")
 	fs.StringVar(&o.out, "out", "", "also write a self-contained HTML report to this file")
 	fs.StringVar(&o.cfg.AdminToken, "admin-token", "", "bearer token for PUT /stock, when the service requires one")
@@ -81,6 +83,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.cfg.Requests < 1 || o.cfg.Concurrency < 1 || o.cfg.Stock < 0 {
 		return o, usage(stderr, "-n and -c must be >= 1 and -stock >= 0")
+	}
+	if o.cfg.Wait != "" && !slices.Contains(versions.Waits, o.cfg.Wait) {
+		return o, usage(stderr, "-wait %q: want one of %s", o.cfg.Wait, strings.Join(versions.Waits, " "))
 	}
 	if o.cfg.Plain {
 		o.locks = []string{""}
@@ -150,8 +155,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// Say in the report what the replicas ran with, as they report it.
 		if replica, s, err := loadtest.Settings(o.cfg); err == nil && len(s) > 0 {
 			o.notes = append(o.notes, fmt.Sprintf("Replica settings, as %s reports them on /healthz: -ttl %s, -retry %s (jittered), "+
-				"-redlock-retry %s, -work %s (business time between reading and writing the stock), -acquire-timeout %s.",
-				replica, s["ttl"], s["retry"], s["redlock_retry"], s["work"], s["acquire_timeout"]))
+				"-redlock-retry %s, -wait %s, -work %s (business time between reading and writing the stock), -acquire-timeout %s.",
+				replica, s["ttl"], s["retry"], s["redlock_retry"], cmp.Or(o.cfg.Wait, s["wait"]), s["work"], s["acquire_timeout"]))
 		}
 	}
 

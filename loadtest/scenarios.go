@@ -115,15 +115,6 @@ const (
 // writeMatrix replaces the text between the markers in file with the observed
 // matrix: one row per version, one column per scenario.
 func writeMatrix(file string, cells []scenario.Cell, settings map[string]string) error {
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		return err
-	}
-	text := string(raw)
-	i, j := strings.Index(text, matrixBegin), strings.Index(text, matrixEnd)
-	if i < 0 || j < i {
-		return fmt.Errorf("%s lacks the markers %q ... %q", file, matrixBegin, matrixEnd)
-	}
 	var b strings.Builder
 	b.WriteString("| version |")
 	for _, s := range scenario.All {
@@ -146,7 +137,7 @@ func writeMatrix(file string, cells []scenario.Cell, settings map[string]string)
 	}
 	fmt.Fprintf(&b, "\nObserved by `make scenarios-readme` on %s (%d cores): replicas with -ttl %s, -acquire-timeout %s; ✓ = as expected.\n",
 		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), settings["ttl"], settings["acquire_timeout"])
-	return os.WriteFile(file, []byte(text[:i+len(matrixBegin)]+b.String()+text[j:]), 0o644)
+	return loadtest.ReplaceSection(file, matrixBegin, matrixEnd, b.String())
 }
 
 // writeScenarioReport writes the matrix as the HTML report's scenarios section.

@@ -27,6 +27,7 @@ type config struct {
 	TTL            time.Duration
 	Retry          time.Duration
 	RedlockRetry   time.Duration
+	Wait           string
 	Work           time.Duration
 	AcquireTimeout time.Duration
 	LockOverride   bool
@@ -76,6 +77,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&cfg.Retry, "retry", 20*time.Millisecond, "mean wait between lock attempts (jittered to 0.5-1.5x)")
 	fs.DurationVar(&cfg.RedlockRetry, "redlock-retry", 100*time.Millisecond,
 		"mean wait between redlock attempts: each one costs a round trip to every node, so it polls less often (redsync's default is 50-250ms)")
+	fs.StringVar(&cfg.Wait, "wait", "poll", "how a waiter waits for a taken lock (v3-v8): poll (try every -retry, the tutorial's way) or notify (wake when the holder publishes its release, as Redisson does)")
 	fs.DurationVar(&cfg.Work, "work", 0, "simulated business time between reading and writing the stock")
 	fs.DurationVar(&cfg.AcquireTimeout, "acquire-timeout", 10*time.Second, "longest wait for the lock before answering 503")
 	fs.BoolVar(&cfg.LockOverride, "lock-override", false, "let /sale?lock=NAME choose the version per request")
@@ -119,6 +121,8 @@ func (c config) validate() error {
 	switch {
 	case !slices.Contains(versions.Names(), c.Lock):
 		return fmt.Errorf("-lock %q: want one of %s", c.Lock, strings.Join(versions.Names(), " "))
+	case !slices.Contains(versions.Waits, c.Wait):
+		return fmt.Errorf("-wait %q: want one of %s", c.Wait, strings.Join(versions.Waits, " "))
 	case c.Port < 1 || c.Port > 65535:
 		return fmt.Errorf("-port %d: want 1-65535", c.Port)
 	case c.TTL <= 0:

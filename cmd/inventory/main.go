@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/locklab/locklab/internal/locks/retry"
+	"github.com/locklab/locklab/internal/metrics"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/locklab/locklab/internal/server"
 	"github.com/locklab/locklab/internal/versions"
@@ -77,12 +79,32 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 		nodes[i] = c
 	}
 
-	methods, stopGuards := versions.Build(versions.Deps{
+	// Each way of waiting gets its own guards; with -lock-override both are
+	// built, so /sale?wait= can compare them on one running cluster.
+	deps := versions.Deps{
 		Redis: rdb, Redlock: nodes, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, RedlockRetry: cfg.RedlockRetry, Fence: cfg.Fence, Log: log,
-	})
-	defer stopGuards()
+	}
+	waits := map[string]map[string]sale.Method{}
+	var renewals, lost []func() int64
+	for _, wait := range versions.Waits {
+		if wait != cfg.Wait && !cfg.LockOverride {
+			continue
+		}
+		d := deps
+		if wait == "notify" {
+			n := retry.NewNotifier(ctx, rdb, cfg.LockKey, min(cfg.TTL, retry.Backstop), log)
+			defer n.Close()
+			d.Notify = n
+		}
+		methods, v8, stopGuards := versions.Build(d)
+		defer stopGuards()
+		waits[wait] = methods
+		renewals, lost = append(renewals, v8.Renewals), append(lost, v8.Lost)
+	}
+	mx := metrics.New()
+	mx.Watchdog(renewals, lost)
 
-	svc := sale.New(rdb, sale.Options{Key: cfg.Key, Work: cfg.Work, AcquireTimeout: cfg.AcquireTimeout})
+	svc := sale.New(rdb, sale.Options{Key: cfg.Key, Work: cfg.Work, AcquireTimeout: cfg.AcquireTimeout, Observer: mx})
 	ready := func(ctx context.Context) error {
 		if err := rdb.Ping(ctx).Err(); err != nil {
 			return fmt.Errorf("redis %s: %w", cfg.Redis, err)
@@ -91,12 +113,12 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	}
 	srv := &http.Server{
 		Handler: server.New(server.Config{
-			Seller: svc, Methods: methods, Names: versions.Names(), Lock: cfg.Lock,
+			Seller: svc, Methods: waits[cfg.Wait], Waits: waits, Wait: cfg.Wait, Names: versions.Names(), Lock: cfg.Lock,
 			Override: cfg.LockOverride, Replica: cfg.Name, AdminToken: cfg.AdminToken, Chaos: cfg.Chaos,
 			Settings: map[string]string{"lock": cfg.Lock, "ttl": cfg.TTL.String(), "retry": cfg.Retry.String(),
-				"redlock_retry": cfg.RedlockRetry.String(), "work": cfg.Work.String(), "acquire_timeout": cfg.AcquireTimeout.String(),
+				"redlock_retry": cfg.RedlockRetry.String(), "wait": cfg.Wait, "work": cfg.Work.String(), "acquire_timeout": cfg.AcquireTimeout.String(),
 				"fence": strconv.FormatBool(cfg.Fence), "chaos": strconv.FormatBool(cfg.Chaos)},
-			Ready: ready, Log: log,
+			Ready: ready, Log: log, Recorder: mx, Metrics: mx.Handler(),
 		}),
 		ReadHeaderTimeout: 5 * time.Second,
 	}
@@ -104,7 +126,7 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("serving", "addr", ln.Addr().String(), "lock", cfg.Lock, "lock_override", cfg.LockOverride,
-		"redis", cfg.Redis, "redlock", cfg.Redlock, "ttl", cfg.TTL.String(), "retry", cfg.Retry.String(), "redlock_retry", cfg.RedlockRetry.String(), "work", cfg.Work.String())
+		"redis", cfg.Redis, "redlock", cfg.Redlock, "ttl", cfg.TTL.String(), "retry", cfg.Retry.String(), "redlock_retry", cfg.RedlockRetry.String(), "wait", cfg.Wait, "work", cfg.Work.String())
 
 	select {
 	case err := <-errc:

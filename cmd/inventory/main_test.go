@@ -15,6 +15,7 @@ import (
 
 	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // build compiles the command once per test binary run.
@@ -28,20 +29,37 @@ func build(t *testing.T) string {
 	return bin
 }
 
+// setup starts a Redis holding stock units and picks the service's port.
+func setup(t *testing.T, stock int) (*redistest.Server, *redis.Client, int, string) {
+	t.Helper()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	if err := rdb.Set(context.Background(), "inventory:001", stock, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	port := redistest.FreePort(t)
+	return srv, rdb, port, "http://127.0.0.1:" + strconv.Itoa(port)
+}
+
+func waitHealthy(t *testing.T, base string) {
+	t.Helper()
+	locktest.WaitFor(t, 10*time.Second, "the service to answer /healthz", func() bool {
+		res, err := http.Get(base + "/healthz")
+		if err == nil {
+			res.Body.Close()
+		}
+		return err == nil && res.StatusCode == 200
+	})
+}
+
 // The real binary: it serves, and on SIGTERM it finishes the sale in flight,
 // releases that sale's lock and exits 0.
 func TestProcessStopsCleanly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	srv := redistest.Start(t)
-	rdb := srv.Client()
+	srv, rdb, port, base := setup(t, 3)
 	ctx := context.Background()
-	if err := rdb.Set(ctx, "inventory:001", 3, 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	port := redistest.FreePort(t)
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
 	bin := build(t)
 	cmd := exec.Command(bin, "-port", strconv.Itoa(port), "-redis", srv.Addr, "-lock", "v6", "-work", "300ms", "-name", "proc-test")
 	var logs bytes.Buffer // the service's log, shown if the test fails
@@ -60,13 +78,7 @@ func TestProcessStopsCleanly(t *testing.T) {
 		}
 	})
 
-	locktest.WaitFor(t, 10*time.Second, "the service to answer /healthz", func() bool {
-		res, err := http.Get(base + "/healthz")
-		if err == nil {
-			res.Body.Close()
-		}
-		return err == nil && res.StatusCode == 200
-	})
+	waitHealthy(t, base)
 
 	// The container healthcheck: the binary probing its own /readyz.
 	if out, err := exec.Command(bin, "-probe", base+"/readyz").CombinedOutput(); err != nil {
@@ -112,5 +124,75 @@ func TestProcessStopsCleanly(t *testing.T) {
 	}
 	if _, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second); err == nil {
 		t.Fatal("port still open after exit")
+	}
+}
+
+// The real binary with -lock-override: /sale?wait= picks the wait, and
+// /metrics counts each sale by outcome and each acquisition by version, wait
+// and attempts.
+func TestProcessWaitAndMetrics(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	srv, _, port, base := setup(t, 1)
+	cmd := exec.Command(build(t), "-port", strconv.Itoa(port), "-redis", srv.Addr, "-lock", "v6", "-lock-override", "-name", "metrics-test")
+	var logs bytes.Buffer
+	cmd.Stderr = &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("service log:\n%s", logs.String())
+		}
+	})
+	waitHealthy(t, base)
+	get := func(path string) (int, string) {
+		t.Helper()
+		res, err := http.Post(base+path, "", nil)
+		if path == "/metrics" {
+			res, err = http.Get(base + path)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var b bytes.Buffer
+		_, _ = b.ReadFrom(res.Body)
+		return res.StatusCode, b.String()
+	}
+	for _, c := range []struct {
+		path   string
+		status int
+	}{
+		{"/sale?lock=v8&wait=notify", 200},
+		{"/sale?lock=v6&wait=poll", 409},
+		{"/sale?wait=sometimes", 400},
+	} {
+		if status, body := get(c.path); status != c.status {
+			t.Fatalf("POST %s: %d %s, want %d", c.path, status, body, c.status)
+		}
+	}
+	status, body := get("/metrics")
+	if status != 200 {
+		t.Fatalf("/metrics: %d", status)
+	}
+	for _, want := range []string{
+		`locklab_sales_total{lock="v8",outcome="sold",wait="notify"} 1`,
+		`locklab_sales_total{lock="v6",outcome="sold_out",wait="poll"} 1`,
+		`locklab_lock_acquire_seconds_count{lock="v8",result="obtained",wait="notify"} 2`, // v8 nests
+		`locklab_lock_acquire_attempts_count{lock="v6",wait="poll"} 1`,
+		`locklab_watchdog_renewals_total 0`,
+		`locklab_watchdog_lost_leases_total 0`,
+		`process_resident_memory_bytes`,
+	} {
+		if !bytes.Contains([]byte(body), []byte(want)) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("/metrics:\n%s", body)
 	}
 }

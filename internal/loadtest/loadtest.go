@@ -28,6 +28,12 @@ type Config struct {
 	Concurrency int
 	Stock       int64  // set before each version's run
 	AdminToken  string // for PUT /stock
+	// Wait, when set, chooses how the service's lock waits (?wait=poll or
+	// notify); empty: the replicas' -wait.
+	Wait string
+	// Duration, when set, stops sending new requests after it: Requests is
+	// then an upper bound (the bench runs every version for the same time).
+	Duration time.Duration
 	// Plain fires the requests at URL as it is, with no stock handling and no
 	// ?lock=: for measuring the load test itself against wrk.
 	Plain  bool
@@ -39,6 +45,7 @@ type Config struct {
 // Result is what one version did.
 type Result struct {
 	Lock        string `json:"lock"`
+	Wait        string `json:"wait,omitempty"`
 	Requests    int    `json:"requests"`
 	Concurrency int    `json:"concurrency"`
 	Sold        int    `json:"sold"`     // 200 replies
@@ -78,7 +85,7 @@ func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
 	if cfg.Requests < 1 || cfg.Concurrency < 1 {
 		return Result{}, errors.New("loadtest: requests and concurrency must be >= 1")
 	}
-	res := Result{Lock: lock, Requests: cfg.Requests, Concurrency: cfg.Concurrency,
+	res := Result{Lock: lock, Wait: cfg.Wait, Requests: cfg.Requests, Concurrency: cfg.Concurrency,
 		FailedBy: map[string]int{}, Replicas: map[string]int{}}
 	target, stockURL := cfg.URL, ""
 	if !cfg.Plain {
@@ -92,7 +99,7 @@ func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
 		if res.StockBefore, err = cfg.stock(stockURL); err != nil {
 			return res, err
 		}
-		if target, err = withLock(cfg.URL, lock); err != nil {
+		if target, err = withLock(cfg.URL, lock, cfg.Wait); err != nil {
 			return res, err
 		}
 	}
@@ -103,13 +110,29 @@ func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
 		hist    = hdrhistogram.New(1, int64(5*time.Minute/time.Microsecond), 3)
 		wg      sync.WaitGroup
 		started = time.Now()
+		stop    <-chan time.Time
 	)
+	if cfg.Duration > 0 {
+		t := time.NewTimer(cfg.Duration)
+		defer t.Stop()
+		stop = t.C
+	}
+	var stopped atomic.Bool
+	finished := make(chan struct{})
+	defer close(finished)
+	go func() {
+		select {
+		case <-stop:
+			stopped.Store(true)
+		case <-finished:
+		}
+	}()
 	for range cfg.Concurrency {
 		wg.Go(func() {
 			local := hdrhistogram.New(1, int64(5*time.Minute/time.Microsecond), 3)
 			var tally Result
 			tally.FailedBy, tally.Replicas = map[string]int{}, map[string]int{}
-			for next.Add(1) <= int64(cfg.Requests) && ctx.Err() == nil {
+			for !stopped.Load() && next.Add(1) <= int64(cfg.Requests) && ctx.Err() == nil {
 				t0 := time.Now()
 				cfg.fire(target, &tally)
 				_ = local.RecordValue(max(1, time.Since(t0).Microseconds()))
@@ -125,6 +148,7 @@ func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(started)
+	res.Requests = res.Sold + res.SoldOut + res.Fenced + res.Failed
 	res.Seconds = elapsed.Seconds()
 	res.SalesPerSec = float64(res.Sold) / res.Seconds
 	res.RequestsPerSec = float64(res.Sold+res.SoldOut+res.Fenced+res.Failed) / res.Seconds
@@ -242,13 +266,16 @@ func sibling(saleURL, name string) (string, error) {
 	return u.String(), nil
 }
 
-func withLock(saleURL, lock string) (string, error) {
+func withLock(saleURL, lock, wait string) (string, error) {
 	u, err := url.Parse(saleURL)
 	if err != nil {
 		return "", err
 	}
 	q := u.Query()
 	q.Set("lock", lock)
+	if wait != "" {
+		q.Set("wait", wait)
+	}
 	u.RawQuery = q.Encode()
 	return u.String(), nil
 }

@@ -22,7 +22,7 @@ func service(t *testing.T) string {
 	t.Helper()
 	srv := redistest.Start(t)
 	log := slog.New(slog.DiscardHandler)
-	methods, stop := versions.Build(versions.Deps{Redis: srv.Client(), Redlock: []redis.UniversalClient{srv.Client()},
+	methods, _, stop := versions.Build(versions.Deps{Redis: srv.Client(), Redlock: []redis.UniversalClient{srv.Client()},
 		LockKey: "lock", TTL: 20 * time.Second, Retry: time.Millisecond, RedlockRetry: time.Millisecond, Log: log})
 	t.Cleanup(stop)
 	svc := sale.New(srv.Client(), sale.Options{Key: "inventory:001", AcquireTimeout: 10 * time.Second})

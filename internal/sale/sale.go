@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/locklab/locklab/internal/chaos"
+	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/petermattis/goid"
 	"github.com/redis/go-redis/v9"
 )
@@ -42,6 +43,17 @@ type Method struct {
 	// Fence takes the lock with a fencing token (Guard must be a FencedGuard)
 	// and writes the stock only if no later holder has written.
 	Fence bool
+	// Wait is how the guard waits for a taken lock ("poll", "notify"; empty
+	// when it does not wait in Redis), for the metrics.
+	Wait string
+}
+
+// Observer is told of every lock acquisition: the metrics.
+type Observer interface {
+	// Acquired reports one acquisition of m's guard: how long it took, how
+	// many attempts it made (0 for a guard that does not retry), and its
+	// error, nil when the lock was obtained.
+	Acquired(m Method, took time.Duration, attempts int, err error)
 }
 
 var (
@@ -84,6 +96,7 @@ type Service struct {
 	work           time.Duration
 	acquireTimeout time.Duration
 	releaseTimeout time.Duration
+	observer       Observer
 }
 
 // Options configure a Service.
@@ -94,6 +107,8 @@ type Options struct {
 	Work time.Duration
 	// AcquireTimeout bounds the wait for the lock (the tutorial waits forever).
 	AcquireTimeout time.Duration
+	// Observer, when set, is told of every acquisition.
+	Observer Observer
 }
 
 // New returns a Service over rdb, the stock's Redis.
@@ -104,6 +119,7 @@ func New(rdb Client, opts Options) *Service {
 		work:           opts.Work,
 		acquireTimeout: opts.AcquireTimeout,
 		releaseTimeout: 5 * time.Second,
+		observer:       opts.Observer,
 	}
 }
 
@@ -147,10 +163,16 @@ func (s *Service) acquire(ctx context.Context, m Method, owner string) (func(con
 	actx, cancel := context.WithTimeout(ctx, s.acquireTimeout)
 	defer cancel()
 	var (
-		release func(context.Context) error
-		token   int64
-		err     error
+		release  func(context.Context) error
+		token    int64
+		err      error
+		attempts int
+		start    = time.Now()
 	)
+	actx = retry.CountAttempts(actx, &attempts)
+	if s.observer != nil {
+		defer func() { s.observer.Acquired(m, time.Since(start), attempts, err) }()
+	}
 	if m.Fence {
 		fg, ok := m.Guard.(FencedGuard)
 		if !ok {

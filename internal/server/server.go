@@ -34,9 +34,13 @@ type Seller interface {
 // Config holds the handlers' dependencies.
 type Config struct {
 	Seller  Seller
-	Methods map[string]sale.Method // every version by name
+	Methods map[string]sale.Method // every version by name, waiting the default way
 	Names   []string               // the names, in order, for error messages
 	Lock    string                 // the default version
+	// Waits holds every version built for each way of waiting ("poll",
+	// "notify"), for /sale?wait=WAY with Override; Wait is the default way.
+	Waits map[string]map[string]sale.Method
+	Wait  string
 	// Override lets /sale?lock=NAME choose the version per request, so one
 	// running cluster can be compared across versions.
 	Override   bool
@@ -48,6 +52,15 @@ type Config struct {
 	Settings map[string]string               // the lock settings, shown by /healthz
 	Ready    func(ctx context.Context) error // nil error: dependencies reachable
 	Log      *slog.Logger
+	// Recorder, when set, is told of every sale's outcome, and Metrics
+	// serves GET /metrics.
+	Recorder Recorder
+	Metrics  http.Handler
+}
+
+// Recorder counts sales by outcome: "sold", or the reply's error code.
+type Recorder interface {
+	Sale(m sale.Method, outcome string)
 }
 
 type handlers struct{ Config }
@@ -63,6 +76,9 @@ func New(cfg Config) http.Handler {
 	r.With(h.admin).Put("/stock", h.setStock)
 	r.Get("/healthz", h.healthz)
 	r.Get("/readyz", h.readyz)
+	if cfg.Metrics != nil {
+		r.Method(http.MethodGet, "/metrics", cfg.Metrics)
+	}
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusNotFound, errorBody{Error: "no such endpoint: " + r.URL.Path, Code: "not_found"})
 	})
@@ -102,7 +118,23 @@ func (h *handlers) sale(w http.ResponseWriter, r *http.Request) {
 		}
 		name = q.Get("lock")
 	}
-	m, ok := h.Methods[name]
+	methods := h.Methods
+	if q.Has("wait") {
+		if !h.Override {
+			writeJSON(w, http.StatusBadRequest, errorBody{
+				Error: "choosing the wait per request is disabled: start the service with -lock-override",
+				Code:  "override_disabled"})
+			return
+		}
+		var ok bool
+		if methods, ok = h.Waits[q.Get("wait")]; !ok {
+			writeJSON(w, http.StatusBadRequest, errorBody{
+				Error: fmt.Sprintf("unknown wait %q: want poll or notify", q.Get("wait")),
+				Code:  "unknown_wait"})
+			return
+		}
+	}
+	m, ok := methods[name]
 	if !ok {
 		writeJSON(w, http.StatusBadRequest, errorBody{
 			Error: fmt.Sprintf("unknown lock %q: want one of %s", name, strings.Join(h.Names, " ")),
@@ -119,6 +151,7 @@ func (h *handlers) sale(w http.ResponseWriter, r *http.Request) {
 	res, err := h.Seller.Sell(ctx, m)
 	if err != nil {
 		status, code := statusOf(err)
+		h.record(m, code)
 		reply.Error, reply.Code = err.Error(), code
 		if code == "sold_out" {
 			zero := int64(0)
@@ -133,6 +166,7 @@ func (h *handlers) sale(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, status, reply)
 		return
 	}
+	h.record(m, "sold")
 	reply.Sold, reply.Remaining = true, &res.Remaining
 	if res.ReleaseErr != nil {
 		reply.Warning = "sold, but the lock was not held at release: " + res.ReleaseErr.Error()
@@ -141,6 +175,12 @@ func (h *handlers) sale(w http.ResponseWriter, r *http.Request) {
 	}
 	h.Log.Debug("sold", "lock", name, "remaining", res.Remaining)
 	writeJSON(w, http.StatusOK, reply)
+}
+
+func (h *handlers) record(m sale.Method, outcome string) {
+	if h.Recorder != nil {
+		h.Recorder.Sale(m, outcome)
+	}
 }
 
 // faults reads the fault hooks of a /sale request: hold=DURATION (this sale's

@@ -40,7 +40,7 @@ func newStack(t *testing.T, o options) *stack {
 	s.rdb = s.nodes[0].Client()
 	clients := []redis.UniversalClient{s.nodes[0].Client(), s.nodes[1].Client(), s.nodes[2].Client()}
 	log := slog.New(slog.DiscardHandler)
-	methods, stop := versions.Build(versions.Deps{Redis: s.nodes[0].Client(), Redlock: clients,
+	methods, _, stop := versions.Build(versions.Deps{Redis: s.nodes[0].Client(), Redlock: clients,
 		LockKey: "inventoryRedisLock", TTL: 20 * time.Second, Retry: time.Millisecond, RedlockRetry: time.Millisecond, Log: log})
 	t.Cleanup(stop)
 	if o.lock == "" {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/locks/redlock"
+	"github.com/locklab/locklab/internal/locks/retry"
 	mutex "github.com/locklab/locklab/internal/locks/v1_mutex"
 	setnx "github.com/locklab/locklab/internal/locks/v3_setnx"
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
@@ -95,25 +96,47 @@ type Deps struct {
 	// Fence makes every lock that can (v3 to v8, redlock) hand out fencing
 	// tokens, and the sale's write refuse stale ones.
 	Fence bool
-	Log   *slog.Logger
+	// Notify, when set, makes v3 to v8 wait for published releases instead
+	// of polling every Retry (-wait notify). redlock polls either way: its
+	// release is go-redsync's, which publishes nothing.
+	Notify *retry.Notifier
+	Log    *slog.Logger
 }
 
-// Build returns one sale.Method per version, each with its own guard, and a
-// function that stops what the guards run in the background (watchdogs).
-func Build(d Deps) (map[string]sale.Method, func()) {
-	v8 := watchdog.New(d.Redis, reentrant.Options{Key: d.LockKey, TTL: d.TTL, Retry: d.Retry}, d.Log.With("lock", "v8"))
+// Waits are the -wait choices: poll (the tutorial's, the default) and notify.
+var Waits = []string{"poll", "notify"}
+
+// Build returns one sale.Method per version, each with its own guard, the v8
+// watchdog (for its counters), and a function that stops what the guards run
+// in the background (watchdogs).
+func Build(d Deps) (map[string]sale.Method, *watchdog.Locker, func()) {
+	hash := reentrant.Options{Key: d.LockKey, TTL: d.TTL, Retry: d.Retry, Notify: d.Notify}
+	v8 := watchdog.New(d.Redis, hash, d.Log.With("lock", "v8"))
 	methods := map[string]sale.Method{
 		"none":    {Name: "none"},
 		"v1":      {Name: "v1", Guard: mutex.New()},
 		"v2":      {Name: "v2", Guard: mutex.New()},
-		"v3":      {Name: "v3", Guard: setnx.New(d.Redis, setnx.Options{Key: d.LockKey, Retry: d.Retry})},
-		"v4":      {Name: "v4", Guard: setnx.New(d.Redis, setnx.Options{Key: d.LockKey, TTL: d.TTL, Retry: d.Retry})},
-		"v5":      {Name: "v5", Guard: setnx.New(d.Redis, setnx.Options{Key: d.LockKey, TTL: d.TTL, Retry: d.Retry, OwnerCheck: true})},
-		"v6":      {Name: "v6", Guard: lua.New(d.Redis, d.LockKey, d.TTL, d.Retry)},
-		"v7":      {Name: "v7", Guard: reentrant.New(d.Redis, reentrant.Options{Key: d.LockKey, TTL: d.TTL, Retry: d.Retry}), Nested: true},
+		"v3":      {Name: "v3", Guard: setnx.New(d.Redis, setnx.Options{Key: d.LockKey, Retry: d.Retry, Notify: d.Notify})},
+		"v4":      {Name: "v4", Guard: setnx.New(d.Redis, setnx.Options{Key: d.LockKey, TTL: d.TTL, Retry: d.Retry, Notify: d.Notify})},
+		"v5":      {Name: "v5", Guard: setnx.New(d.Redis, setnx.Options{Key: d.LockKey, TTL: d.TTL, Retry: d.Retry, OwnerCheck: true, Notify: d.Notify})},
+		"v6":      {Name: "v6", Guard: lua.New(d.Redis, d.LockKey, d.TTL, d.Retry).WithNotify(d.Notify)},
+		"v7":      {Name: "v7", Guard: reentrant.New(d.Redis, hash), Nested: true},
 		"v8":      {Name: "v8", Guard: v8, Nested: true},
 		"redlock": {Name: "redlock", Guard: redlock.New(d.Redlock, redlock.Options{Key: d.LockKey, TTL: d.TTL, Retry: d.RedlockRetry})},
 		"atomic":  {Name: "atomic", Atomic: true},
+	}
+	wait := "poll"
+	if d.Notify != nil {
+		wait = "notify"
+	}
+	for name, m := range methods {
+		switch name {
+		case "v3", "v4", "v5", "v6", "v7", "v8":
+			m.Wait = wait
+		case "redlock":
+			m.Wait = "poll"
+		}
+		methods[name] = m
 	}
 	if d.Fence {
 		for name, m := range methods {
@@ -123,7 +146,7 @@ func Build(d Deps) (map[string]sale.Method, func()) {
 			}
 		}
 	}
-	return methods, v8.Close
+	return methods, v8, v8.Close
 }
 
 // Markdown renders the catalogue as the README's versions table.

@@ -15,7 +15,7 @@ import (
 func TestBuildMatchesCatalogue(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled: clients connect lazily
 	defer rdb.Close()
-	methods, stop := versions.Build(versions.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb},
+	methods, _, stop := versions.Build(versions.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb},
 		LockKey: "k", TTL: time.Second, Retry: time.Millisecond, RedlockRetry: time.Millisecond, Log: slog.New(slog.DiscardHandler)})
 	defer stop()
 	var built []string

@@ -1,5 +1,7 @@
-// Package retry is the wait loop shared by the polling locks: try, and if the
-// lock is taken, wait and try again until it is obtained or the caller gives up.
+// Package retry is the wait loop shared by the locks: try, and if the lock is
+// taken, wait and try again until it is obtained or the caller gives up. The
+// wait is a poll every interval (Until, the tutorial's way) or a wake-up when
+// the holder publishes its release (Notifier, -wait notify).
 //
 // The tutorial loops forever; a service must not, so every wait here ends when
 // the caller's context does.
@@ -35,7 +37,7 @@ func Until(ctx context.Context, interval time.Duration, try Try) error {
 	attemptCtx := context.WithoutCancel(ctx)
 	var timer *time.Timer
 	for {
-		ok, err := try(attemptCtx)
+		ok, err := attempt(ctx, attemptCtx, try)
 		if err != nil {
 			return err
 		}
@@ -58,4 +60,37 @@ func Until(ctx context.Context, interval time.Duration, try Try) error {
 		case <-timer.C:
 		}
 	}
+}
+
+// Wait is the lock's wait for owner: with a Notifier, its Until; otherwise a
+// poll every interval. A lock obtained here is given back with Done.
+func Wait(ctx context.Context, n *Notifier, interval time.Duration, owner string, try Try) error {
+	if n != nil {
+		return n.Until(ctx, owner, try)
+	}
+	return Until(ctx, interval, try)
+}
+
+// Done tells n, if any, that owner gave back a hold obtained with Wait: with
+// the lock free, the next waiter is woken. Call it after the release.
+func Done(ctx context.Context, n *Notifier, owner string) {
+	if n != nil {
+		n.released(ctx, owner)
+	}
+}
+
+type attemptsKey struct{}
+
+// CountAttempts returns a context under which every attempt of a wait is
+// counted in *n: how many tries an acquisition took, for the metrics.
+func CountAttempts(ctx context.Context, n *int) context.Context {
+	return context.WithValue(ctx, attemptsKey{}, n)
+}
+
+// attempt runs try under attemptCtx and counts it when ctx asks to.
+func attempt(ctx, attemptCtx context.Context, try Try) (bool, error) {
+	if n, ok := ctx.Value(attemptsKey{}).(*int); ok {
+		*n++
+	}
+	return try(attemptCtx)
 }

@@ -43,6 +43,9 @@ type Options struct {
 	// OwnerCheck makes release GET the key and DEL it only when it still
 	// holds the owner's value (v5). Without it release is a blind DEL (v3, v4).
 	OwnerCheck bool
+	// Notify, when set, replaces polling (-wait notify): waiters queue and
+	// are woken one at a time as the lock is released (retry.Notifier).
+	Notify *retry.Notifier
 }
 
 // Locker is a v3, v4 or v5 lock, safe for concurrent use.
@@ -77,10 +80,13 @@ func (l *Locker) AcquireFenced(ctx context.Context, owner string) (func(context.
 }
 
 func (l *Locker) acquire(ctx context.Context, owner string, try retry.Try) (func(context.Context) error, error) {
-	if err := retry.Until(ctx, l.opts.Retry, try); err != nil {
+	if err := retry.Wait(ctx, l.opts.Notify, l.opts.Retry, owner, try); err != nil {
 		return nil, fmt.Errorf("setnx: acquire %s: %w", l.opts.Key, err)
 	}
-	return func(ctx context.Context) error { return l.release(ctx, owner) }, nil
+	return func(ctx context.Context) error {
+		defer retry.Done(ctx, l.opts.Notify, owner)
+		return l.release(ctx, owner)
+	}, nil
 }
 
 func (l *Locker) release(ctx context.Context, owner string) error {

@@ -41,11 +41,22 @@ type Locker struct {
 	key   string
 	ttl   time.Duration
 	retry time.Duration
+	// notify, when set, replaces polling (-wait notify): waiters queue and
+	// are woken one at a time as the lock is released.
+	notify *retry.Notifier
 }
 
 // New returns a Locker on key with lease ttl, polling every retry while taken.
 func New(rdb Client, key string, ttl, retry time.Duration) *Locker {
 	return &Locker{rdb: rdb, key: key, ttl: ttl, retry: retry}
+}
+
+// WithNotify returns a copy of l that waits for published releases instead of
+// polling, and publishes its own (package retry's Notifier).
+func (l *Locker) WithNotify(n *retry.Notifier) *Locker {
+	c := *l
+	c.notify = n
+	return &c
 }
 
 // Acquire polls SET key owner NX PX ttl until it succeeds or ctx ends.
@@ -68,10 +79,13 @@ func (l *Locker) AcquireFenced(ctx context.Context, owner string) (func(context.
 }
 
 func (l *Locker) acquire(ctx context.Context, owner string, try retry.Try) (func(context.Context) error, error) {
-	if err := retry.Until(ctx, l.retry, try); err != nil {
+	if err := retry.Wait(ctx, l.notify, l.retry, owner, try); err != nil {
 		return nil, fmt.Errorf("lua: acquire %s: %w", l.key, err)
 	}
-	return func(ctx context.Context) error { return l.release(ctx, owner) }, nil
+	return func(ctx context.Context) error {
+		defer retry.Done(ctx, l.notify, owner)
+		return l.release(ctx, owner)
+	}, nil
 }
 
 func (l *Locker) release(ctx context.Context, owner string) error {

@@ -38,6 +38,9 @@ type Options struct {
 	Key   string        // the lock key (a hash)
 	TTL   time.Duration // lease, sent to Redis in milliseconds
 	Retry time.Duration // wait between attempts while another owner holds it
+	// Notify, when set, replaces polling (-wait notify): waiters queue and
+	// are woken one at a time as the lock is freed.
+	Notify *retry.Notifier
 }
 
 // Locker is a v7 lock, safe for concurrent use.
@@ -76,7 +79,7 @@ func (l *Locker) acquire(ctx context.Context, owner string, fenced bool) (func(c
 		flag = "1"
 	}
 	var token int64
-	err := retry.Until(ctx, l.opts.Retry, func(ctx context.Context) (bool, error) {
+	err := retry.Wait(ctx, l.opts.Notify, l.opts.Retry, owner, func(ctx context.Context) (bool, error) {
 		var err error
 		token, err = acquireScript.Run(ctx, l.rdb, []string{l.opts.Key, fence.CounterKey(l.opts.Key)},
 			owner, l.opts.TTL.Milliseconds(), flag).Int64()
@@ -85,7 +88,10 @@ func (l *Locker) acquire(ctx context.Context, owner string, fenced bool) (func(c
 	if err != nil {
 		return nil, 0, fmt.Errorf("reentrant: acquire %s: %w", l.opts.Key, err)
 	}
-	return func(ctx context.Context) error { return l.release(ctx, owner) }, token, nil
+	return func(ctx context.Context) error {
+		defer retry.Done(ctx, l.opts.Notify, owner)
+		return l.release(ctx, owner)
+	}, token, nil
 }
 
 func (l *Locker) release(ctx context.Context, owner string) error {

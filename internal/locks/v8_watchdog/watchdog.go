@@ -16,6 +16,7 @@ import (
 	_ "embed"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	reentrant "github.com/locklab/locklab/internal/locks/v7_reentrant"
@@ -35,7 +36,16 @@ type Locker struct {
 
 	mu   sync.Mutex
 	dogs map[string]*dog // by owner: one watchdog however deeply nested
+
+	renewals, lost atomic.Int64 // for the metrics
 }
+
+// Renewals counts the leases the watchdogs have renewed.
+func (l *Locker) Renewals() int64 { return l.renewals.Load() }
+
+// Lost counts the leases a watchdog found gone: the owner was still working
+// when the lock expired (a pause longer than the lease, or a Redis outage).
+func (l *Locker) Lost() int64 { return l.lost.Load() }
 
 // dog renews one owner's lease until stopped.
 type dog struct {
@@ -147,8 +157,11 @@ func (l *Locker) run(ctx context.Context, owner string, done chan<- struct{}) {
 			// not, the owner's release reports the loss.
 			l.log.Warn("watchdog renewal failed", "key", l.inner.Key(), "owner", owner, "err", err)
 		case n == 0:
+			l.lost.Add(1)
 			l.log.Warn("watchdog found the lease lost", "key", l.inner.Key(), "owner", owner)
 			return
+		default:
+			l.renewals.Add(1)
 		}
 	}
 }

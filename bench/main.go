@@ -1,0 +1,174 @@
+// Command bench measures every lock version against what the machine can do,
+// in one run on the local cluster (make bench):
+//
+//  1. the serialised ceiling: SET NX PX, GET, SET, Lua release, back to back
+//     from one goroutine, with no HTTP;
+//  2. each version's own ceiling: its acquire, the sale and its release,
+//     serially from one goroutine against the same Redis (v7 and v8 take the
+//     lock twice, redlock fans out to three nodes, notify queues);
+//  3. the nginx ceiling: GET /healthz through nginx;
+//  4. each version through nginx and both replicas, -c concurrent sales, with
+//     stock that never runs out; v3 to v8 both polling and notified;
+//  5. the default load test (n=1000, c=100) for each version: none may fail;
+//
+// then checks the targets (issue 6), prints the table, writes it as JSON, and
+// exits 1 if a target was missed. Ratios are taken within the run: the
+// machine is shared and noisy, so figures from two runs are compared as ratios.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/locklab/locklab/internal/loadtest"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+type options struct {
+	url         string
+	redis       string
+	redlock     []string
+	runDir      string
+	duration    time.Duration
+	ceilingTime time.Duration
+	concurrency int
+	jsonOut     string
+	readme      string
+}
+
+func parse(args []string, stderr io.Writer) (options, error) {
+	o := options{redlock: []string{"127.0.0.1:6381", "127.0.0.1:6382", "127.0.0.1:6383"}}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.url, "url", "http://localhost/sale", "the cluster's /sale endpoint, through nginx")
+	fs.StringVar(&o.redis, "redis", "127.0.0.1:6381", "the cluster's stock Redis, for the serial ceilings (keys bench:*)")
+	fs.Func("redlock", "the cluster's redlock nodes (default 127.0.0.1:6381,127.0.0.1:6382,127.0.0.1:6383)", func(s string) error {
+		o.redlock = strings.Split(s, ",")
+		return nil
+	})
+	fs.StringVar(&o.runDir, "run-dir", ".run", "the cluster's run directory: the replicas' pid files, for their memory")
+	fs.DurationVar(&o.duration, "duration", 5*time.Second, "how long each version runs through nginx")
+	fs.DurationVar(&o.ceilingTime, "ceiling-duration", 2500*time.Millisecond, "how long each serial ceiling runs in all (in 5 rounds, the versions taking turns)")
+	fs.IntVar(&o.concurrency, "c", 64, "concurrent requests through nginx")
+	fs.StringVar(&o.jsonOut, "json", "bench.json", "write the results here as JSON (empty: do not)")
+	fs.StringVar(&o.readme, "readme", "", "also write the table into this Markdown file, between its bench markers")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: go run ./bench [flags]\n\nMeasures every version against the machine's ceilings on a running local cluster started with -work 0 (make bench does it all).\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, usageErr(stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if o.duration <= 0 || o.ceilingTime <= 0 || o.concurrency < 1 {
+		return o, usageErr(stderr, "-duration and -ceiling-duration must be > 0, -c >= 1")
+	}
+	return o, nil
+}
+
+func usageErr(stderr io.Writer, format string, args ...any) error {
+	err := fmt.Errorf(format, args...)
+	fmt.Fprintln(stderr, "bench:", err)
+	return err
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	rep, err := measure(ctx, o, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	rep.check()
+	writeTable(stdout, rep)
+	if o.jsonOut != "" {
+		raw, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.WriteFile(o.jsonOut, append(raw, '\n'), 0o644); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		fmt.Fprintln(stderr, "bench: results written to", o.jsonOut)
+	}
+	if o.readme != "" {
+		if err := loadtest.ReplaceSection(o.readme, readmeBegin, readmeEnd, markdown(rep)); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		fmt.Fprintln(stderr, "bench: table written to", o.readme)
+	}
+	if missed := rep.missed(); len(missed) > 0 {
+		fmt.Fprintf(stderr, "bench: %d target(s) missed:\n  %s\n", len(missed), strings.Join(missed, "\n  "))
+		return 1
+	}
+	fmt.Fprintln(stderr, "bench: every target met")
+	return 0
+}
+
+// replicaMemory reads the peak resident memory (VmHWM) of every replica whose
+// pid file is in runDir: the most each has used since it started.
+func replicaMemory(runDir string) (map[string]float64, error) {
+	files, err := filepath.Glob(filepath.Join(runDir, "inventory-*.pid"))
+	if err != nil || len(files) == 0 {
+		return nil, fmt.Errorf("no replica pid files in %s (is the local cluster up, and -run-dir right?)", runDir)
+	}
+	mem := map[string]float64{}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		pid := strings.TrimSpace(string(raw))
+		status, err := os.ReadFile("/proc/" + pid + "/status")
+		if err != nil {
+			return nil, fmt.Errorf("replica %s: %w", f, err)
+		}
+		for line := range strings.SplitSeq(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+				if err != nil {
+					return nil, fmt.Errorf("replica %s: VmHWM %q: %w", f, v, err)
+				}
+				mem[strings.TrimSuffix(filepath.Base(f), ".pid")] = kb / 1024
+			}
+		}
+	}
+	return mem, nil
+}
+
+func machine() string {
+	model := "unknown CPU"
+	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(raw), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d cores, %s/%s", model, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+}

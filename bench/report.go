@@ -1,0 +1,178 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// The targets of issue 6, as ratios within one run.
+const (
+	lockedTarget  = 0.8     // v3-v8 through nginx, over their own ceiling
+	redlockTarget = 0.6     // redlock through nginx, over its own ceiling
+	atomicTarget  = 0.6     // atomic through nginx, over the nginx ceiling
+	notifyP99     = 1.0 / 3 // notify's p99 over poll's, same version
+	maxRSSMB      = 50.0    // each replica's peak resident memory
+)
+
+// check evaluates every target against the run.
+func (r *Report) check() {
+	r.Targets = nil
+	add := func(name, want, got string, met bool) {
+		r.Targets = append(r.Targets, Target{Name: name, Want: want, Got: got, Met: met})
+	}
+	poll := map[string]Row{}
+	for _, row := range r.Rows {
+		if row.Wait != "notify" {
+			poll[row.Lock] = row
+		}
+	}
+	for _, row := range r.Rows {
+		label := strings.TrimSpace(row.Lock + " " + row.Wait)
+		switch {
+		case row.Lock == "atomic":
+			add(label+" through nginx", fmt.Sprintf(">= %.1f x nginx ceiling", atomicTarget), fmt.Sprintf("%.2f", row.Ratio), row.Ratio >= atomicTarget)
+		case row.Lock == "redlock":
+			add(label+" through nginx", fmt.Sprintf(">= %.1f x own ceiling", redlockTarget), fmt.Sprintf("%.2f", row.Ratio), row.Ratio >= redlockTarget)
+		default:
+			add(label+" through nginx", fmt.Sprintf(">= %.1f x own ceiling", lockedTarget), fmt.Sprintf("%.2f", row.Ratio), row.Ratio >= lockedTarget)
+		}
+		if row.Wait == "notify" {
+			p := poll[row.Lock]
+			ratio := row.P99 / p.P99
+			add(label+" p99", fmt.Sprintf("<= 1/3 x poll's (%.1f ms)", p.P99), fmt.Sprintf("%.1f ms = %.2f x", row.P99, ratio), p.P99 > 0 && ratio <= notifyP99)
+		}
+		if row.Failed > 0 {
+			add(label+" through nginx", "no failed request", fmt.Sprintf("%d failed", row.Failed), false)
+		}
+	}
+	for _, d := range r.Default {
+		label := strings.TrimSpace(d.Lock + " " + d.Wait)
+		add(label+" default load test", "no failed request", fmt.Sprintf("%d failed", d.Failed), d.Failed == 0)
+	}
+	names := make([]string, 0, len(r.MemoryMB))
+	for name := range r.MemoryMB {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		mb := r.MemoryMB[name]
+		add(name+" peak RSS", fmt.Sprintf("< %.0f MB", maxRSSMB), fmt.Sprintf("%.1f MB", mb), mb < maxRSSMB)
+	}
+}
+
+// missed lists the targets not met.
+func (r *Report) missed() []string {
+	var out []string
+	for _, t := range r.Targets {
+		if !t.Met {
+			out = append(out, fmt.Sprintf("%s: want %s, got %s", t.Name, t.Want, t.Got))
+		}
+	}
+	return out
+}
+
+func writeTable(w io.Writer, r *Report) {
+	fmt.Fprintf(w, "%s, %s\n", r.Machine, r.Date)
+	fmt.Fprintf(w, "serial ceiling (SET NX PX, GET, SET, Lua release; one goroutine): %.0f sales/s\n", r.Serial)
+	fmt.Fprintf(w, "nginx ceiling (GET /healthz, c=%d): %.0f requests/s\n\n", r.Concurrency, r.Nginx)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "lock\twait\town ceiling/s\tx serial\tnginx sales/s\tp50 ms\tp99 ms\tratio\tof\t")
+	for _, row := range r.Rows {
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.2f\t%.0f\t%.1f\t%.1f\t%.2f\t%s\t\n", row.Lock, dash(row.Wait), row.Own, row.OwnVsSerial,
+			row.Sales, row.P50, row.P99, row.Ratio, row.RatioOf)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	met := 0
+	for _, t := range r.Targets {
+		if t.Met {
+			met++
+		}
+	}
+	fmt.Fprintf(w, "targets: %d of %d met\n", met, len(r.Targets))
+	for _, t := range r.Targets {
+		if !t.Met {
+			fmt.Fprintf(w, "  MISSED %s: want %s, got %s\n", t.Name, t.Want, t.Got)
+		}
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+const (
+	readmeBegin = "<!-- bench:begin (generated: make bench-readme) -->\n"
+	readmeEnd   = "<!-- bench:end -->"
+)
+
+// markdown is the README's bench section.
+func markdown(r *Report) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Measured by `make bench-readme` on %s, %s. One run; every ratio is within it.\n\n", r.Date[:10], r.Machine)
+	fmt.Fprintf(&b, "- serial ceiling (SET NX PX, GET, SET, Lua release from one goroutine): **%.0f sales/s**\n", r.Serial)
+	fmt.Fprintf(&b, "- nginx ceiling (GET /healthz through nginx, c=%d): **%.0f requests/s**\n\n", r.Concurrency, r.Nginx)
+	fmt.Fprintf(&b, "| `-lock` | `-wait` | own ceiling /s | own / serial | through nginx, sales/s | p50 ms | p99 ms | ratio | target |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, row := range r.Rows {
+		target := fmt.Sprintf("%.2f x own ceiling >= %.1f", row.Ratio, lockedTarget)
+		switch row.Lock {
+		case "atomic":
+			target = fmt.Sprintf("%.2f x nginx ceiling >= %.1f", row.Ratio, atomicTarget)
+		case "redlock":
+			target = fmt.Sprintf("%.2f x own ceiling >= %.1f", row.Ratio, redlockTarget)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %.0f | %.2f | %.0f | %.1f | %.1f | %.2f | %s %s |\n", row.Lock, dash(row.Wait), row.Own,
+			row.OwnVsSerial, row.Sales, row.P50, row.P99, row.Ratio, target, mark(r, strings.TrimSpace(row.Lock+" "+row.Wait)+" through nginx"))
+	}
+	b.WriteString("\n")
+	for _, t := range r.Targets {
+		if strings.HasSuffix(t.Name, " p99") {
+			fmt.Fprintf(&b, "- %s: %s, want %s %s\n", t.Name, t.Got, t.Want, tick(t.Met))
+		}
+	}
+	failed := 0
+	for _, d := range r.Default {
+		failed += d.Failed
+	}
+	fmt.Fprintf(&b, "- default load test (n=1000, c=100, stock 100), %d runs (every version; v3-v8 also notified): %d failed requests\n", len(r.Default), failed)
+	var mem []string
+	for _, t := range r.Targets {
+		if strings.HasSuffix(t.Name, " peak RSS") {
+			mem = append(mem, fmt.Sprintf("%s %s", strings.TrimSuffix(t.Name, " peak RSS"), t.Got))
+		}
+	}
+	fmt.Fprintf(&b, "- replicas' peak RSS over the whole bench: %s (want < %.0f MB)\n", strings.Join(mem, ", "), maxRSSMB)
+	met := 0
+	for _, t := range r.Targets {
+		if t.Met {
+			met++
+		}
+	}
+	fmt.Fprintf(&b, "\n%d of %d targets met.\n", met, len(r.Targets))
+	return b.String()
+}
+
+// mark is ✓ or ✗ for every target of that name.
+func mark(r *Report, name string) string {
+	ok := true
+	for _, t := range r.Targets {
+		if t.Name == name && !t.Met {
+			ok = false
+		}
+	}
+	return tick(ok)
+}
+
+func tick(ok bool) string {
+	if ok {
+		return "✓"
+	}
+	return "✗"
+}

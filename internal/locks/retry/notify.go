@@ -1,0 +1,218 @@
+package retry
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Notifier is the other way to wait (-wait notify): waiters queue in Redis,
+// and a release wakes the first of them with a pub/sub message, instead of
+// every waiter polling.
+//
+// Redisson's RLock publishes each release to every waiter; they race, one
+// wins and the rest wait again, so who is served next is still a draw, and
+// the unlucky wait long. Its fair lock queues the waiters, and this is that
+// design: a sorted set of waiters in arrival order (enqueue.lua), and a
+// release that wakes only the first (wake.lua). A waiter tries the lock when
+// it is first, so the lock is handed over in arrival order across every
+// replica, and each hand-over costs one message and one attempt.
+//
+// A message can be lost (the subscription reconnecting), and a holder that
+// crashed never wakes anyone, so a waiter also checks its place every
+// Backstop without a message. A waiter that dies leaves its entry behind
+// until its deadline passes; until then the waiters behind it wait for it
+// (Redisson's fair lock has the same cost).
+//
+// One Notifier serves one lock key in a process: one subscription, shared by
+// every waiter, each woken by its owner name.
+type Notifier struct {
+	lockKey  string
+	queue    string
+	channel  string
+	backstop time.Duration
+	rdb      redis.Scripter
+	sub      *redis.PubSub
+	log      *slog.Logger
+	done     chan struct{}
+
+	mu      sync.Mutex
+	waiters map[string]chan struct{} // by owner: a message wakes its owner
+	// holders counts each owner's holds obtained here and not yet given
+	// back, so that a nested acquisition does not queue behind the waiters
+	// who wait for the lock it already holds.
+	holders map[string]int
+}
+
+// Backstop is how long a waiter waits for its message before it checks its
+// place in the queue anyway.
+const Backstop = time.Second
+
+// defaultWait is the queue deadline of a waiter whose context has none.
+const defaultWait = time.Minute
+
+var (
+	//go:embed enqueue.lua
+	enqueueSrc    string
+	enqueueScript = redis.NewScript(enqueueSrc)
+	//go:embed wake.lua
+	wakeSrc    string
+	wakeScript = redis.NewScript(wakeSrc)
+)
+
+// NewNotifier subscribes on rdb to lockKey's release channel and returns the
+// Notifier of lockKey, whose waiters check their place every backstop without
+// a message. A subscription that fails now is retried by go-redis in the
+// background; until it is up, waiters check every backstop. Close stops it.
+func NewNotifier(ctx context.Context, rdb *redis.Client, lockKey string, backstop time.Duration, log *slog.Logger) *Notifier {
+	n := &Notifier{
+		lockKey:  lockKey,
+		queue:    lockKey + ":queue",
+		channel:  lockKey + ":wake",
+		backstop: backstop,
+		rdb:      rdb,
+		log:      log,
+		done:     make(chan struct{}),
+		waiters:  map[string]chan struct{}{},
+		holders:  map[string]int{},
+	}
+	n.sub = rdb.Subscribe(ctx, n.channel)
+	go n.listen()
+	return n
+}
+
+// Close ends the subscription.
+func (n *Notifier) Close() {
+	if err := n.sub.Close(); err != nil {
+		n.log.Warn("closing the wake-up subscription", "channel", n.channel, "err", err)
+	}
+	<-n.done
+}
+
+func (n *Notifier) listen() {
+	defer close(n.done)
+	// go-redis's Channel reconnects and resubscribes after a network error;
+	// it is closed only by Close.
+	for msg := range n.sub.Channel() {
+		n.mu.Lock()
+		if ch, ok := n.waiters[msg.Payload]; ok {
+			select {
+			case ch <- struct{}{}:
+			default: // already woken
+			}
+		}
+		n.mu.Unlock()
+	}
+}
+
+// Until obtains the lock for owner with try, as the package's Until does, but
+// instead of polling it joins the queue, tries when it is first, and otherwise
+// waits to be woken (or Backstop). An owner that already holds the lock here
+// (a nested acquisition) does not queue. Every obtained hold must be given
+// back with Done, whatever the release's outcome: that is what wakes the next.
+func (n *Notifier) Until(ctx context.Context, owner string, try Try) error {
+	if n.holding(owner) {
+		if err := Until(ctx, n.backstop, try); err != nil {
+			return err
+		}
+		n.hold(owner)
+		return nil
+	}
+	attemptCtx := context.WithoutCancel(ctx)
+	woken := make(chan struct{}, 1)
+	n.mu.Lock()
+	n.waiters[owner] = woken
+	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		delete(n.waiters, owner)
+		n.mu.Unlock()
+	}()
+
+	wait := defaultWait
+	if deadline, ok := ctx.Deadline(); ok {
+		wait = max(time.Until(deadline), time.Millisecond)
+	}
+	first, err := n.enqueue(attemptCtx, owner, wait)
+	if err != nil {
+		return err
+	}
+	timer := time.NewTimer(n.backstop)
+	defer timer.Stop()
+	for {
+		if first {
+			ok, err := attempt(ctx, attemptCtx, try)
+			if err != nil {
+				n.leave(attemptCtx, owner)
+				return err
+			}
+			if ok {
+				n.hold(owner) // it stays first in the queue until Done
+				return nil
+			}
+		}
+		select {
+		case <-woken:
+			first = true
+		case <-timer.C:
+			timer.Reset(n.backstop)
+			if first, err = n.enqueue(attemptCtx, owner, wait); err != nil {
+				n.leave(attemptCtx, owner)
+				return err
+			}
+		case <-ctx.Done():
+			n.leave(attemptCtx, owner)
+			return fmt.Errorf("lock not obtained: %w", context.Cause(ctx))
+		}
+	}
+}
+
+// enqueue joins the queue (or keeps the owner's place) and reports whether
+// the owner is first.
+func (n *Notifier) enqueue(ctx context.Context, owner string, wait time.Duration) (bool, error) {
+	first, err := enqueueScript.Run(ctx, n.rdb, []string{n.queue}, owner, strconv.FormatInt(wait.Milliseconds(), 10)).Int()
+	if err != nil {
+		return false, fmt.Errorf("join the wait queue %s: %w", n.queue, err)
+	}
+	return first == 1, nil
+}
+
+// leave takes owner out of the queue and wakes the next waiter if the lock is
+// free. A failure is only logged: the entry expires at its deadline, and the
+// waiters check their place every Backstop.
+func (n *Notifier) leave(ctx context.Context, owner string) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := wakeScript.Run(ctx, n.rdb, []string{n.queue, n.lockKey}, owner, n.channel).Err(); err != nil {
+		n.log.Warn("leaving the wait queue", "queue", n.queue, "err", err)
+	}
+}
+
+func (n *Notifier) hold(owner string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.holders[owner]++
+}
+
+func (n *Notifier) holding(owner string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.holders[owner] > 0
+}
+
+// released records that owner gave back one hold, and wakes the next waiter
+// when the lock is free.
+func (n *Notifier) released(ctx context.Context, owner string) {
+	n.mu.Lock()
+	if n.holders[owner]--; n.holders[owner] <= 0 {
+		delete(n.holders, owner)
+	}
+	n.mu.Unlock()
+	n.leave(ctx, owner)
+}

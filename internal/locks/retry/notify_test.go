@@ -1,0 +1,201 @@
+package retry_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/internal/locks/retry"
+	setnx "github.com/locklab/locklab/internal/locks/v3_setnx"
+	lua "github.com/locklab/locklab/internal/locks/v6_lua"
+	reentrant "github.com/locklab/locklab/internal/locks/v7_reentrant"
+	"github.com/locklab/locklab/internal/locktest"
+	"github.com/locklab/locklab/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// notifier is one process's Notifier on key: two of them on one key are two
+// replicas. The backstop is long, so a test that passes was woken by a message.
+func notifier(t *testing.T, rdb *redis.Client, key string, backstop time.Duration) *retry.Notifier {
+	t.Helper()
+	n := retry.NewNotifier(context.Background(), rdb, key, backstop, slog.New(slog.DiscardHandler))
+	t.Cleanup(n.Close)
+	return n
+}
+
+func TestNotifyExcludesAcrossProcesses(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	for name, build := range map[string]func(n *retry.Notifier) locktest.Guard{
+		"v4": func(n *retry.Notifier) locktest.Guard {
+			return setnx.New(rdb, setnx.Options{Key: "v4", TTL: 20 * time.Second, Retry: time.Hour, Notify: n})
+		},
+		"v6": func(n *retry.Notifier) locktest.Guard {
+			return lua.New(rdb, "v6", 20*time.Second, time.Hour).WithNotify(n)
+		},
+		"v7": func(n *retry.Notifier) locktest.Guard {
+			return reentrant.New(rdb, reentrant.Options{Key: "v7", TTL: 20 * time.Second, Retry: time.Hour, Notify: n})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			// Retry is an hour and the backstop a minute: only the
+			// release's wake-up can move a waiter.
+			locktest.Exclusion(t, rdb, build(notifier(t, rdb, name, time.Minute)), build(notifier(t, rdb, name, time.Minute)))
+		})
+	}
+}
+
+// Waiters queued through two processes are served in arrival order.
+func TestNotifyServesInArrivalOrder(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	procs := []*setnx.Locker{}
+	for range 2 {
+		procs = append(procs, setnx.New(rdb, setnx.Options{Key: "lock", TTL: 20 * time.Second, Retry: time.Hour,
+			Notify: notifier(t, rdb, "lock", time.Minute)}))
+	}
+	release, err := procs[0].Acquire(ctx, "holder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const waiters = 6
+	var (
+		mu    sync.Mutex
+		order []int
+		wg    sync.WaitGroup
+	)
+	for i := range waiters {
+		wg.Go(func() {
+			rel, err := procs[i%2].Acquire(ctx, fmt.Sprint("waiter-", i))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			if err := rel(ctx); err != nil {
+				t.Error(err)
+			}
+		})
+		// The next waiter arrives only once this one is in the queue.
+		locktest.WaitFor(t, 5*time.Second, "waiter in the queue", func() bool {
+			return rdb.ZCard(ctx, "lock:queue").Val() == int64(i+2) // the holder is in it too
+		})
+	}
+	if err := release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i, got := range order {
+		if got != i {
+			t.Fatalf("served in order %v, want 0..%d", order, waiters-1)
+		}
+	}
+	if n := rdb.Exists(ctx, "lock:queue").Val(); n != 0 {
+		t.Fatalf("the queue is left behind with %d members", rdb.ZCard(ctx, "lock:queue").Val())
+	}
+}
+
+// A holder that never releases (crashed) wakes nobody: the waiter gets the
+// lock by its backstop once the lease and the holder's queue entry are gone.
+func TestNotifyBackstopAfterCrashedHolder(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	crashed := setnx.New(rdb, setnx.Options{Key: "lock", TTL: 300 * time.Millisecond, Retry: time.Hour,
+		Notify: notifier(t, rdb, "lock", time.Minute)})
+	actx, cancel := context.WithTimeout(ctx, 300*time.Millisecond) // its queue entry's deadline
+	defer cancel()
+	if _, err := crashed.Acquire(actx, "crashed"); err != nil {
+		t.Fatal(err)
+	}
+	waiter := setnx.New(rdb, setnx.Options{Key: "lock", TTL: 20 * time.Second, Retry: time.Hour,
+		Notify: notifier(t, rdb, "lock", 50*time.Millisecond)})
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	release, err := waiter.Acquire(wctx, "waiter")
+	if err != nil {
+		t.Fatalf("the waiter never got the crashed holder's lock: %v", err)
+	}
+	if err := release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A nested acquisition of a reentrant lock does not queue behind the waiters
+// who wait for the lock its owner already holds.
+func TestNotifyNestedSkipsTheQueue(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	n := notifier(t, rdb, "lock", time.Minute)
+	g := reentrant.New(rdb, reentrant.Options{Key: "lock", TTL: 20 * time.Second, Retry: time.Hour, Notify: n})
+	outer, err := g.Acquire(ctx, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		rel, err := g.Acquire(ctx, "other")
+		if err == nil {
+			err = rel(ctx)
+		}
+		done <- err
+	}()
+	locktest.WaitFor(t, 5*time.Second, "the other owner queued", func() bool { return rdb.ZCard(ctx, "lock:queue").Val() == 2 })
+	nctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	inner, err := g.Acquire(nctx, "owner")
+	if err != nil {
+		t.Fatalf("nested acquisition: %v", err)
+	}
+	if err := inner(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := outer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the other owner: %v", err)
+	}
+}
+
+// A waiter that gives up leaves the queue, and the one behind it is served.
+func TestNotifyGiveUpLeavesTheQueue(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	g := setnx.New(rdb, setnx.Options{Key: "lock", TTL: 20 * time.Second, Retry: time.Hour, Notify: notifier(t, rdb, "lock", time.Minute)})
+	release, err := g.Acquire(ctx, "holder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var attempts int
+	gctx, cancel := context.WithTimeout(retry.CountAttempts(ctx, &attempts), 100*time.Millisecond)
+	defer cancel()
+	if _, err := g.Acquire(gctx, "impatient"); err == nil {
+		t.Fatal("obtained a held lock")
+	}
+	if attempts != 1 {
+		t.Fatalf("%d attempts in 100 ms with no release, want 1: waiters must not poll", attempts)
+	}
+	if _, err := rdb.ZScore(ctx, "lock:queue", "impatient").Result(); err != redis.Nil {
+		t.Fatalf("the waiter that gave up is still queued (err %v)", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		rel, err := g.Acquire(ctx, "patient")
+		if err == nil {
+			err = rel(ctx)
+		}
+		done <- err
+	}()
+	locktest.WaitFor(t, 5*time.Second, "the patient waiter queued", func() bool { return rdb.ZCard(ctx, "lock:queue").Val() == 2 })
+	if err := release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
