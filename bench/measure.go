@@ -73,11 +73,6 @@ type Target struct {
 	Met  bool   `json:"met"`
 }
 
-var (
-	locked   = []string{"v3", "v4", "v5", "v6", "v7", "v8"}
-	measured = append(append([]string{}, locked...), "redlock", "atomic")
-)
-
 // rounds is how many turns each serial ceiling takes.
 const rounds = 5
 
@@ -129,18 +124,28 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*Report, error) 
 		rates []float64
 	}
 	ceilings := []*ceiling{{row: -1, run: func() (float64, error) { return serialCeiling(ctx, rdb, o.ceilingTime/rounds) }}}
+	// Measured: every safe version as it waits by default, then each one
+	// that waits differently when notified; the default load test runs
+	// every version, then the notified ones again.
+	var defaults []Row
 	for _, wait := range versions.Waits {
 		d := deps
-		names := measured
 		if wait == "notify" {
-			d.Notify, names = notifier, locked
+			d.Notify = notifier
 		}
 		methods, _, stop := versions.Build(d)
 		defer stop()
-		for _, name := range names {
-			m := methods[name]
+		for _, v := range versions.All {
+			m := methods[v.Name]
+			if wait == "notify" && m.Wait != wait {
+				continue
+			}
+			defaults = append(defaults, Row{Lock: v.Name, Wait: m.Wait})
+			if !v.Safe {
+				continue
+			}
 			ceilings = append(ceilings, &ceiling{row: len(rep.Rows), run: func() (float64, error) { return ownCeiling(ctx, svc, m, o.ceilingTime/rounds) }})
-			rep.Rows = append(rep.Rows, Row{Lock: name, Wait: waitLabel(name, wait)})
+			rep.Rows = append(rep.Rows, Row{Lock: v.Name, Wait: m.Wait})
 		}
 	}
 	for range rounds {
@@ -173,7 +178,10 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*Report, error) 
 	}
 
 	// Through nginx.
-	healthz := strings.TrimSuffix(o.url, "/sale") + "/healthz"
+	healthz, err := loadtest.Sibling(o.url, "healthz")
+	if err != nil {
+		return nil, err
+	}
 	plain, err := loadtest.Run(ctx, loadtest.Config{URL: healthz, Plain: true, Requests: 1 << 30, Concurrency: o.concurrency,
 		Duration: o.duration, Client: cfg.Client}, "")
 	if err != nil {
@@ -200,20 +208,14 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*Report, error) 
 	}
 
 	// The default load test: every version, the service's defaults.
-	for _, wait := range versions.Waits {
-		names := versions.Names()
-		if wait == "notify" {
-			names = locked
+	for _, d := range defaults {
+		res, err := loadtest.Run(ctx, loadtest.Config{URL: o.url, Requests: 1000, Concurrency: 100, Stock: 100,
+			Wait: d.Wait, Client: cfg.Client}, d.Lock)
+		if err != nil {
+			return nil, fmt.Errorf("%s (%s) default load test: %w", d.Lock, d.Wait, err)
 		}
-		for _, name := range names {
-			res, err := loadtest.Run(ctx, loadtest.Config{URL: o.url, Requests: 1000, Concurrency: 100, Stock: 100,
-				Wait: waitLabel(name, wait), Client: cfg.Client}, name)
-			if err != nil {
-				return nil, fmt.Errorf("%s (%s) default load test: %w", name, wait, err)
-			}
-			rep.Default = append(rep.Default, DefaultRun{Lock: name, Wait: waitLabel(name, wait), Sold: res.Sold, SoldOut: res.SoldOut,
-				Failed: res.Failed, FailedBy: res.FailedBy, Oversold: res.Oversold, P99: res.Latency.P99})
-		}
+		rep.Default = append(rep.Default, DefaultRun{Lock: d.Lock, Wait: d.Wait, Sold: res.Sold, SoldOut: res.SoldOut,
+			Failed: res.Failed, FailedBy: res.FailedBy, Oversold: res.Oversold, P99: res.Latency.P99})
 	}
 	say("default load test (n=1000, c=100): %d runs", len(rep.Default))
 
@@ -221,18 +223,6 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*Report, error) 
 		return nil, err
 	}
 	return rep, nil
-}
-
-// waitLabel is how a version waits with wait asked for: the locks that wait
-// (v3 to v8, redlock) poll or are notified; the others do not wait in Redis.
-func waitLabel(lock, wait string) string {
-	switch lock {
-	case "v3", "v4", "v5", "v6", "v7", "v8":
-		return wait
-	case "redlock":
-		return "poll"
-	}
-	return ""
 }
 
 // serialCeiling runs the four commands of a locked sale back to back from

@@ -231,7 +231,7 @@ const requestTimeout = 2 * time.Minute
 // Settings reads the lock settings a replica reports on /healthz (next to
 // the /sale endpoint), for the report: what the figures were measured against.
 func Settings(cfg Config) (replica string, settings map[string]string, err error) {
-	healthURL, err := sibling(cfg.URL, "healthz")
+	healthURL, err := Sibling(cfg.URL, "healthz")
 	if err != nil {
 		return "", nil, err
 	}
@@ -250,10 +250,10 @@ func Settings(cfg Config) (replica string, settings map[string]string, err error
 }
 
 // toStockURL turns .../sale into .../stock.
-func toStockURL(saleURL string) (string, error) { return sibling(saleURL, "stock") }
+func toStockURL(saleURL string) (string, error) { return Sibling(saleURL, "stock") }
 
-// sibling turns the service's .../sale endpoint into its .../NAME neighbour.
-func sibling(saleURL, name string) (string, error) {
+// Sibling turns the service's .../sale endpoint into its .../NAME neighbour.
+func Sibling(saleURL, name string) (string, error) {
 	u, err := url.Parse(saleURL)
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return "", fmt.Errorf("loadtest: -url %q: want an absolute URL such as http://localhost/sale", saleURL)

@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -107,38 +109,10 @@ type errorBody struct {
 }
 
 func (h *handlers) sale(w http.ResponseWriter, r *http.Request) {
-	name := h.Lock
 	q := r.URL.Query()
-	if q.Has("lock") {
-		if !h.Override {
-			writeJSON(w, http.StatusBadRequest, errorBody{
-				Error: "choosing the lock per request is disabled: start the service with -lock-override",
-				Code:  "override_disabled"})
-			return
-		}
-		name = q.Get("lock")
-	}
-	methods := h.Methods
-	if q.Has("wait") {
-		if !h.Override {
-			writeJSON(w, http.StatusBadRequest, errorBody{
-				Error: "choosing the wait per request is disabled: start the service with -lock-override",
-				Code:  "override_disabled"})
-			return
-		}
-		var ok bool
-		if methods, ok = h.Waits[q.Get("wait")]; !ok {
-			writeJSON(w, http.StatusBadRequest, errorBody{
-				Error: fmt.Sprintf("unknown wait %q: want poll or notify", q.Get("wait")),
-				Code:  "unknown_wait"})
-			return
-		}
-	}
-	m, ok := methods[name]
-	if !ok {
-		writeJSON(w, http.StatusBadRequest, errorBody{
-			Error: fmt.Sprintf("unknown lock %q: want one of %s", name, strings.Join(h.Names, " ")),
-			Code:  "unknown_lock"})
+	m, cerr := h.choose(q)
+	if cerr != nil {
+		writeJSON(w, cerr.status, errorBody{Error: cerr.msg, Code: cerr.code})
 		return
 	}
 	ctx, m, ferr := h.faults(r, q, m)
@@ -147,6 +121,7 @@ func (h *handlers) sale(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	name := m.Name
 	reply := saleReply{Lock: name, Replica: h.Replica}
 	res, err := h.Seller.Sell(ctx, m)
 	if err != nil {
@@ -175,6 +150,34 @@ func (h *handlers) sale(w http.ResponseWriter, r *http.Request) {
 	}
 	h.Log.Debug("sold", "lock", name, "remaining", res.Remaining)
 	writeJSON(w, http.StatusOK, reply)
+}
+
+// choose reads /sale's ?lock=NAME and ?wait=WAY (both need -lock-override)
+// and returns the version to sell with.
+func (h *handlers) choose(q url.Values) (sale.Method, *requestError) {
+	for _, p := range []string{"lock", "wait"} {
+		if q.Has(p) && !h.Override {
+			return sale.Method{}, &requestError{http.StatusBadRequest, "override_disabled",
+				fmt.Sprintf("choosing the %s per request is disabled: start the service with -lock-override", p)}
+		}
+	}
+	name, methods := h.Lock, h.Methods
+	if q.Has("lock") {
+		name = q.Get("lock")
+	}
+	if q.Has("wait") {
+		var ok bool
+		if methods, ok = h.Waits[q.Get("wait")]; !ok {
+			return sale.Method{}, &requestError{http.StatusBadRequest, "unknown_wait",
+				fmt.Sprintf("unknown wait %q: want one of %s", q.Get("wait"), strings.Join(slices.Sorted(maps.Keys(h.Waits)), " "))}
+		}
+	}
+	m, ok := methods[name]
+	if !ok {
+		return sale.Method{}, &requestError{http.StatusBadRequest, "unknown_lock",
+			fmt.Sprintf("unknown lock %q: want one of %s", name, strings.Join(h.Names, " "))}
+	}
+	return m, nil
 }
 
 func (h *handlers) record(m sale.Method, outcome string) {

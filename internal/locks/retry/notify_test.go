@@ -136,14 +136,7 @@ func TestNotifyNestedSkipsTheQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() {
-		rel, err := g.Acquire(ctx, "other")
-		if err == nil {
-			err = rel(ctx)
-		}
-		done <- err
-	}()
+	done := takeAndGive(ctx, g, "other")
 	locktest.WaitFor(t, 5*time.Second, "the other owner queued", func() bool { return rdb.ZCard(ctx, "lock:queue").Val() == 2 })
 	nctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -183,14 +176,7 @@ func TestNotifyGiveUpLeavesTheQueue(t *testing.T) {
 	if _, err := rdb.ZScore(ctx, "lock:queue", "impatient").Result(); err != redis.Nil {
 		t.Fatalf("the waiter that gave up is still queued (err %v)", err)
 	}
-	done := make(chan error, 1)
-	go func() {
-		rel, err := g.Acquire(ctx, "patient")
-		if err == nil {
-			err = rel(ctx)
-		}
-		done <- err
-	}()
+	done := takeAndGive(ctx, g, "patient")
 	locktest.WaitFor(t, 5*time.Second, "the patient waiter queued", func() bool { return rdb.ZCard(ctx, "lock:queue").Val() == 2 })
 	if err := release(ctx); err != nil {
 		t.Fatal(err)
@@ -198,4 +184,18 @@ func TestNotifyGiveUpLeavesTheQueue(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// takeAndGive acquires g for owner in the background and releases it at once;
+// the channel gets the outcome.
+func takeAndGive(ctx context.Context, g locktest.Guard, owner string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		rel, err := g.Acquire(ctx, owner)
+		if err == nil {
+			err = rel(ctx)
+		}
+		done <- err
+	}()
+	return done
 }
