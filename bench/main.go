@@ -65,7 +65,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	})
 	fs.StringVar(&o.runDir, "run-dir", ".run", "the cluster's run directory: the replicas' pid files, for their memory")
 	fs.DurationVar(&o.duration, "duration", 5*time.Second, "how long each version runs through nginx")
-	fs.DurationVar(&o.ceilingTime, "ceiling-duration", 2500*time.Millisecond, "how long each serial ceiling runs in all (in 5 rounds, the versions taking turns)")
+	fs.DurationVar(&o.ceilingTime, "ceiling-duration", 3*time.Second, "how long each serial ceiling runs in all (in 15 rounds, the versions taking turns)")
 	fs.IntVar(&o.concurrency, "c", 64, "concurrent requests through nginx")
 	fs.StringVar(&o.jsonOut, "json", "bench.json", "write the results here as JSON (empty: do not)")
 	fs.StringVar(&o.readme, "readme", "", "also write the table into this Markdown file, between its bench markers")

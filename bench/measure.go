@@ -74,7 +74,7 @@ type Target struct {
 }
 
 // rounds is how many turns each serial ceiling takes.
-const rounds = 5
+const rounds = 15
 
 // benchStock is enough that no run sells out.
 const benchStock = 1_000_000_000
