@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -25,9 +26,11 @@ type Report struct {
 	Concurrency int               `json:"concurrency"`
 	Seconds     float64           `json:"seconds_per_version"`
 	// Serial is the four-command loop's rate: SET NX PX, GET, SET, Lua
-	// release from one goroutine. No single-lock design sells faster.
+	// release from one goroutine; the median of every row's slices. No
+	// single-lock design sells faster serially.
 	Serial float64 `json:"serial_ceiling_per_sec"`
-	// Nginx is GET /healthz through nginx: the HTTP path's ceiling.
+	// Nginx is GET /healthz through nginx: the HTTP path's ceiling,
+	// measured before and after atomic's run.
 	Nginx    float64            `json:"nginx_ceiling_per_sec"`
 	Rows     []Row              `json:"versions"`
 	Default  []DefaultRun       `json:"default_load_test"`
@@ -39,14 +42,26 @@ type Report struct {
 type Row struct {
 	Lock string `json:"lock"`
 	Wait string `json:"wait,omitempty"`
-	// Own is its own ceiling: acquire, sale, release, serially, no HTTP.
+	// Own is its own ceiling: acquire, sale, release, serially, no HTTP;
+	// Serial the four-command loop's; both measured around this row's run.
 	Own         float64 `json:"own_ceiling_per_sec"`
+	Serial      float64 `json:"serial_ceiling_per_sec"`
 	OwnVsSerial float64 `json:"own_vs_serial"`
 	// Through nginx, -c concurrent sales.
 	Sales  float64 `json:"sales_per_sec"`
 	P50    float64 `json:"p50_ms"`
 	P99    float64 `json:"p99_ms"`
 	Failed int     `json:"failed"`
+	// HoldOwn and HoldNginx are the mean time one sale held the lock, in
+	// microseconds: in the own ceiling, and through nginx (from the
+	// replicas' locklab_lock_hold_seconds). Their quotient is most of the
+	// ratio: a locked sale can go no faster than one hold at a time.
+	HoldOwn   float64 `json:"hold_own_us,omitempty"`
+	HoldNginx float64 `json:"hold_nginx_us,omitempty"`
+	// Handover is the rest of each sale's share of the time through nginx
+	// (1/Sales - HoldNginx): the lock passing from one holder to the next,
+	// which polling pays with the wait for the next waiter's attempt.
+	Handover float64 `json:"handover_us,omitempty"`
 	// Ratio is Sales over Own (over the nginx ceiling for atomic, which has
 	// no lock to serialise on).
 	Ratio   float64 `json:"ratio"`
@@ -73,8 +88,9 @@ type Target struct {
 	Met  bool   `json:"met"`
 }
 
-// rounds is how many turns each serial ceiling takes.
-const rounds = 15
+// bracket is how many slices of each ceiling a row takes before its run
+// through nginx, and again after it.
+const bracket = 4
 
 // benchStock is enough that no run sells out.
 const benchStock = 1_000_000_000
@@ -104,30 +120,25 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*Report, error) 
 		defer c.Close()
 		nodes = append(nodes, c)
 	}
-	svc := sale.New(rdb, sale.Options{Key: "bench:stock", AcquireTimeout: 10 * time.Second})
+	meter := &holdMeter{}
+	svc := sale.New(rdb, sale.Options{Key: "bench:stock", AcquireTimeout: 10 * time.Second, Observer: meter})
+	metricsClient := &http.Client{Timeout: 5 * time.Second}
 	if err := svc.SetStock(ctx, benchStock); err != nil {
 		return nil, err
 	}
-	// Every serial ceiling is measured in rounds, the versions taking turns,
-	// and each keeps its median: a burst of the machine's other work then
-	// lands on one round of every version instead of on one version's
-	// whole measurement (a Redis round trip here takes 30-130 us depending
-	// on what else runs).
 	quiet := slog.New(slog.DiscardHandler)
 	deps := versions.Deps{Redis: rdb, Redlock: nodes, LockKey: "bench:lock", TTL: 20 * time.Second,
 		Retry: 20 * time.Millisecond, RedlockRetry: 100 * time.Millisecond, Log: quiet}
 	notifier := retry.NewNotifier(ctx, rdb, "bench:lock", retry.Backstop, quiet)
 	defer notifier.Close()
-	type ceiling struct {
-		row   int // in rep.Rows; -1: the serial ceiling
-		run   func() (float64, error)
-		rates []float64
-	}
-	ceilings := []*ceiling{{row: -1, run: func() (float64, error) { return serialCeiling(ctx, rdb, o.ceilingTime/rounds) }}}
 	// Measured: every safe version as it waits by default, then each one
 	// that waits differently when notified; the default load test runs
 	// every version, then the notified ones again.
-	var defaults []Row
+	var (
+		defaults []Row
+		sellers  []func() (float64, error) // each row's own ceiling, one slice
+	)
+	slice := o.ceilingTime / (2 * bracket)
 	for _, wait := range versions.Waits {
 		d := deps
 		if wait == "notify" {
@@ -144,68 +155,109 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*Report, error) 
 			if !v.Safe {
 				continue
 			}
-			ceilings = append(ceilings, &ceiling{row: len(rep.Rows), run: func() (float64, error) { return ownCeiling(ctx, svc, m, o.ceilingTime/rounds) }})
+			sellers = append(sellers, func() (float64, error) { return ownCeiling(ctx, svc, m, slice) })
 			rep.Rows = append(rep.Rows, Row{Lock: v.Name, Wait: m.Wait})
 		}
 	}
-	for range rounds {
-		for _, c := range ceilings {
-			rate, err := c.run()
-			if err != nil {
-				name := "serial"
-				if c.row >= 0 {
-					name = rep.Rows[c.row].Lock + " " + rep.Rows[c.row].Wait
-				}
-				return nil, fmt.Errorf("%s ceiling: %w", name, err)
-			}
-			c.rates = append(c.rates, rate)
-		}
-	}
-	for _, c := range ceilings {
-		slices.Sort(c.rates)
-		median := c.rates[len(c.rates)/2]
-		if c.row < 0 {
-			rep.Serial = median
-			say("serial ceiling (SET NX PX, GET, SET, Lua release): %.0f sales/s (median of %d rounds)", median, rounds)
-			continue
-		}
-		rep.Rows[c.row].Own = median
-	}
-	for i := range rep.Rows {
-		r := &rep.Rows[i]
-		r.OwnVsSerial = r.Own / rep.Serial
-		say("%s %s own ceiling: %.0f sales/s (%.2f x serial)", r.Lock, r.Wait, r.Own, r.OwnVsSerial)
-	}
-
-	// Through nginx.
 	healthz, err := loadtest.Sibling(o.url, "healthz")
 	if err != nil {
 		return nil, err
 	}
-	plain, err := loadtest.Run(ctx, loadtest.Config{URL: healthz, Plain: true, Requests: 1 << 30, Concurrency: o.concurrency,
-		Duration: o.duration, Client: cfg.Client}, "")
-	if err != nil {
-		return nil, fmt.Errorf("nginx ceiling: %w", err)
+	nginx := func(d time.Duration) (loadtest.Result, error) {
+		res, err := loadtest.Run(ctx, loadtest.Config{URL: healthz, Plain: true, Requests: 1 << 30, Concurrency: o.concurrency,
+			Duration: d, Client: cfg.Client}, "")
+		if err == nil && res.Failed > 0 {
+			err = fmt.Errorf("%d of %d requests to %s failed", res.Failed, res.Requests, healthz)
+		}
+		if err != nil {
+			return res, fmt.Errorf("nginx ceiling: %w", err)
+		}
+		return res, nil
 	}
-	if plain.Failed > 0 {
-		return nil, fmt.Errorf("nginx ceiling: %d of %d requests to %s failed", plain.Failed, plain.Requests, healthz)
-	}
-	rep.Nginx = plain.RequestsPerSec
-	say("nginx ceiling (GET /healthz, c=%d): %.0f requests/s", o.concurrency, rep.Nginx)
+
+	// Each row: its ceilings, its run through nginx, its ceilings again.
+	// The ceilings are slices taken right before and right after the run
+	// (serial and own taking turns), and the row keeps their medians, so a
+	// ratio compares the run with the machine as it was at that moment:
+	// this machine is shared, and a Redis round trip swings 30-130 us from
+	// one minute to the next. atomic's reference, the nginx ceiling, is
+	// measured around it the same way.
+	var serials []float64
 	for i := range rep.Rows {
 		r := &rep.Rows[i]
+		var own, serial []float64
+		ceilings := func() error {
+			for range bracket {
+				s, err := serialCeiling(ctx, rdb, slice)
+				if err != nil {
+					return fmt.Errorf("serial ceiling: %w", err)
+				}
+				c, err := sellers[i]()
+				if err != nil {
+					return fmt.Errorf("%s %s ceiling: %w", r.Lock, r.Wait, err)
+				}
+				serial, own = append(serial, s), append(own, c)
+			}
+			return nil
+		}
+		meter.holds = holds{}
+		if err := ceilings(); err != nil {
+			return nil, err
+		}
+		held, err := replicaHolds(ctx, metricsClient, o.runDir, r.Lock, r.Wait)
+		if err != nil {
+			return nil, err
+		}
+		var around []loadtest.Result
+		if r.Lock == "atomic" {
+			res, err := nginx(o.duration / 2)
+			if err != nil {
+				return nil, err
+			}
+			around = append(around, res)
+		}
 		res, err := loadtest.Run(ctx, loadtest.Config{URL: o.url, Requests: 1 << 30, Concurrency: o.concurrency, Stock: benchStock,
 			Duration: o.duration, Wait: r.Wait, Client: cfg.Client}, r.Lock)
 		if err != nil {
 			return nil, fmt.Errorf("%s (%s) through nginx: %w", r.Lock, r.Wait, err)
 		}
+		if r.Lock == "atomic" {
+			after, err := nginx(o.duration / 2)
+			if err != nil {
+				return nil, err
+			}
+			around = append(around, after)
+			var n, secs float64
+			for _, a := range around {
+				n, secs = n+float64(a.Requests), secs+a.Seconds
+			}
+			rep.Nginx = n / secs
+			say("nginx ceiling (GET /healthz, c=%d, before and after atomic): %.0f requests/s", o.concurrency, rep.Nginx)
+		}
+		after, err := replicaHolds(ctx, metricsClient, o.runDir, r.Lock, r.Wait)
+		if err != nil {
+			return nil, err
+		}
+		if err := ceilings(); err != nil {
+			return nil, err
+		}
+		r.HoldOwn, r.HoldNginx = meter.mean(), after.minus(held).mean()
+		r.Own, r.Serial = median(own), median(serial)
+		r.OwnVsSerial = r.Own / r.Serial
+		serials = append(serials, serial...)
 		r.Sales, r.P50, r.P99, r.Failed = res.SalesPerSec, res.Latency.P50, res.Latency.P99, res.Failed
+		if r.HoldNginx > 0 && r.Sales > 0 {
+			r.Handover = 1e6/r.Sales - r.HoldNginx
+		}
 		r.Ratio, r.RatioOf = r.Sales/r.Own, "own"
 		if r.Lock == "atomic" {
 			r.Ratio, r.RatioOf = r.Sales/rep.Nginx, "nginx"
 		}
-		say("%s %s through nginx: %.0f sales/s, p99 %.1f ms, %.2f x %s ceiling", r.Lock, r.Wait, r.Sales, r.P99, r.Ratio, r.RatioOf)
+		say("%s %s: own ceiling %.0f sales/s (%.2f x serial %.0f); through nginx %.0f sales/s, p99 %.1f ms: %.2f x %s ceiling; lock held %.0f us serially, %.0f us through nginx, handed over in %.0f us",
+			r.Lock, r.Wait, r.Own, r.OwnVsSerial, r.Serial, r.Sales, r.P99, r.Ratio, r.RatioOf, r.HoldOwn, r.HoldNginx, r.Handover)
 	}
+	rep.Serial = median(serials)
+	say("serial ceiling (SET NX PX, GET, SET, Lua release), all slices: %.0f sales/s", rep.Serial)
 
 	// The default load test: every version, the service's defaults.
 	for _, d := range defaults {
@@ -255,6 +307,12 @@ func ownCeiling(ctx context.Context, svc *sale.Service, m sale.Method, d time.Du
 		}
 		return res.ReleaseErr
 	})
+}
+
+// median of xs (sorted in place).
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }
 
 // loop calls f until d has passed and returns the calls completed per second.

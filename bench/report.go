@@ -79,10 +79,10 @@ func writeTable(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "serial ceiling (SET NX PX, GET, SET, Lua release; one goroutine): %.0f sales/s\n", r.Serial)
 	fmt.Fprintf(w, "nginx ceiling (GET /healthz, c=%d): %.0f requests/s\n\n", r.Concurrency, r.Nginx)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "lock\twait\town ceiling/s\tx serial\tnginx sales/s\tp50 ms\tp99 ms\tratio\tof\t")
+	fmt.Fprintln(tw, "lock\twait\town ceiling/s\tx serial\tnginx sales/s\tp50 ms\tp99 ms\tratio\tof\theld us: own\tnginx\thand-over us\t")
 	for _, row := range r.Rows {
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.2f\t%.0f\t%.1f\t%.1f\t%.2f\t%s\t\n", row.Lock, dash(row.Wait), row.Own, row.OwnVsSerial,
-			row.Sales, row.P50, row.P99, row.Ratio, row.RatioOf)
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.2f\t%.0f\t%.1f\t%.1f\t%.2f\t%s\t%s\t%s\t%s\t\n", row.Lock, dash(row.Wait), row.Own, row.OwnVsSerial,
+			row.Sales, row.P50, row.P99, row.Ratio, row.RatioOf, micros(row.HoldOwn), micros(row.HoldNginx), micros(row.Handover))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -100,6 +100,14 @@ func writeTable(w io.Writer, r *Report) {
 	}
 }
 
+// micros prints a mean hold, "-" for a version that holds no lock.
+func micros(us float64) string {
+	if us == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", us)
+}
+
 func dash(s string) string {
 	if s == "" {
 		return "-"
@@ -115,11 +123,11 @@ const (
 // markdown is the README's bench section.
 func markdown(r *Report) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Measured by `make bench-readme` on %s, %s. One run; every ratio is within it.\n\n", r.Date[:10], r.Machine)
-	fmt.Fprintf(&b, "- serial ceiling (SET NX PX, GET, SET, Lua release from one goroutine): **%.0f sales/s**\n", r.Serial)
-	fmt.Fprintf(&b, "- nginx ceiling (GET /healthz through nginx, c=%d): **%.0f requests/s**\n\n", r.Concurrency, r.Nginx)
-	fmt.Fprintf(&b, "| `-lock` | `-wait` | own ceiling /s | own / serial | through nginx, sales/s | p50 ms | p99 ms | ratio | target |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---|\n")
+	fmt.Fprintf(&b, "Measured by `make bench-readme` on %s, %s. One run; every ratio is within it, and each row's ceilings were measured just before and just after its run through nginx.\n\n", r.Date[:10], r.Machine)
+	fmt.Fprintf(&b, "- serial ceiling (SET NX PX, GET, SET, Lua release from one goroutine; median over every row's slices): **%.0f sales/s**\n", r.Serial)
+	fmt.Fprintf(&b, "- nginx ceiling (GET /healthz through nginx, c=%d, before and after atomic's run): **%.0f requests/s**\n\n", r.Concurrency, r.Nginx)
+	fmt.Fprintf(&b, "| `-lock` | `-wait` | own ceiling /s | own / serial | through nginx, sales/s | p50 ms | p99 ms | lock held, µs: own / nginx | hand-over, µs | ratio | target |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, row := range r.Rows {
 		target := fmt.Sprintf("%.2f x own ceiling >= %.1f", row.Ratio, lockedTarget)
 		switch row.Lock {
@@ -128,8 +136,12 @@ func markdown(r *Report) string {
 		case "redlock":
 			target = fmt.Sprintf("%.2f x own ceiling >= %.1f", row.Ratio, redlockTarget)
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %.0f | %.2f | %.0f | %.1f | %.1f | %.2f | %s %s |\n", row.Lock, dash(row.Wait), row.Own,
-			row.OwnVsSerial, row.Sales, row.P50, row.P99, row.Ratio, target, mark(r, strings.TrimSpace(row.Lock+" "+row.Wait)+" through nginx"))
+		held := "-"
+		if row.HoldOwn > 0 {
+			held = micros(row.HoldOwn) + " / " + micros(row.HoldNginx)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %.0f | %.2f | %.0f | %.1f | %.1f | %s | %s | %.2f | %s %s |\n", row.Lock, dash(row.Wait), row.Own,
+			row.OwnVsSerial, row.Sales, row.P50, row.P99, held, micros(row.Handover), row.Ratio, target, mark(r, strings.TrimSpace(row.Lock+" "+row.Wait)+" through nginx"))
 	}
 	b.WriteString("\n")
 	for _, t := range r.Targets {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	_ "net/http/pprof" // served only with -pprof, on its own listener
 	"os"
 	"os/signal"
 	"strconv"
@@ -51,6 +52,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		log.Error("cannot listen", "port", cfg.Port, "err", err)
 		return 1
+	}
+	if cfg.Pprof != "" {
+		pln, err := net.Listen("tcp", cfg.Pprof)
+		if err != nil {
+			log.Error("cannot listen for the profiler", "addr", cfg.Pprof, "err", err)
+			return 1
+		}
+		defer pln.Close()
+		// net/http/pprof registers on http.DefaultServeMux, which the
+		// service's own routes never use: the profiler is only here.
+		go func() { _ = http.Serve(pln, http.DefaultServeMux) }()
+		log.Info("profiler", "addr", pln.Addr().String())
 	}
 	if err := serve(ctx, cfg, ln, log); err != nil {
 		log.Error("stopped with an error", "err", err)

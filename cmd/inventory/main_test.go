@@ -128,14 +128,16 @@ func TestProcessStopsCleanly(t *testing.T) {
 }
 
 // The real binary with -lock-override: /sale?wait= picks the wait, and
-// /metrics counts each sale by outcome and each acquisition by version, wait
-// and attempts.
+// /metrics counts each sale by outcome, each acquisition by version, wait
+// and attempts, and each hold of the lock. With -pprof the profiler answers
+// on its own address, and never on the service's.
 func TestProcessWaitAndMetrics(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
 	srv, _, port, base := setup(t, 1)
-	cmd := exec.Command(build(t), "-port", strconv.Itoa(port), "-redis", srv.Addr, "-lock", "v6", "-lock-override", "-name", "metrics-test")
+	pprof := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	cmd := exec.Command(build(t), "-port", strconv.Itoa(port), "-redis", srv.Addr, "-lock", "v6", "-lock-override", "-name", "metrics-test", "-pprof", pprof)
 	var logs bytes.Buffer
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
@@ -184,6 +186,8 @@ func TestProcessWaitAndMetrics(t *testing.T) {
 		`locklab_sales_total{lock="v6",outcome="sold_out",wait="poll"} 1`,
 		`locklab_lock_acquire_seconds_count{lock="v8",result="obtained",wait="notify"} 2`, // v8 nests
 		`locklab_lock_acquire_attempts_count{lock="v6",wait="poll"} 1`,
+		`locklab_lock_hold_seconds_count{lock="v8",wait="notify"} 1`, // one hold, however nested
+		`locklab_lock_hold_seconds_count{lock="v6",wait="poll"} 1`,   // sold out, but it held the lock to find out
 		`locklab_watchdog_renewals_total 0`,
 		`locklab_watchdog_lost_leases_total 0`,
 		`process_resident_memory_bytes`,
@@ -194,5 +198,21 @@ func TestProcessWaitAndMetrics(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("/metrics:\n%s", body)
+	}
+	for _, c := range []struct {
+		url    string
+		status int
+	}{
+		{"http://" + pprof + "/debug/pprof/cmdline", 200},
+		{base + "/debug/pprof/cmdline", 404},
+	} {
+		res, err := http.Get(c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != c.status {
+			t.Errorf("GET %s: %d, want %d", c.url, res.StatusCode, c.status)
+		}
 	}
 }

@@ -13,7 +13,8 @@
 # Settings (environment): LOCK (v1), PORT (80), REPLICAS (2), RUN_DIR (.run),
 # WORK (1ms: the replicas' -work, business time between reading and writing
 # the stock; it keeps the read-modify-write window open long enough that v1's
-# and v2's oversell shows in every run, not just in most).
+# and v2's oversell shows in every run, not just in most), PPROF (empty; 1:
+# each replica serves Go's profiler on 127.0.0.1:6060, :6061, ...).
 # Every process's log and pid file is in RUN_DIR. The replicas also read any
 # INVENTORY_* variable (INVENTORY_WORK=1ms, ...), as the service does.
 set -euo pipefail
@@ -173,9 +174,10 @@ up() {
   for ((i = 1; i <= REPLICAS; i++)); do
     p=$(replica_port "$i")
     GOMAXPROCS=$procs setsid "$RUN_DIR/bin/inventory" -port "$p" -name "inventory-$i" -lock "$LOCK" -lock-override -work "$WORK" \
-      -redis "127.0.0.1:${REDIS_PORTS[0]}" -redlock "${redlock%,}" \
+      -redis "127.0.0.1:${REDIS_PORTS[0]}" -redlock "${redlock%,}" ${PPROF:+-pprof "127.0.0.1:$((6060 + i - 1))"} \
       </dev/null >"$RUN_DIR/inventory-$i.log" 2>&1 &
     echo $! >"$RUN_DIR/inventory-$i.pid"
+    echo "127.0.0.1:$p" >"$RUN_DIR/inventory-$i.addr" # for the bench, which reads each replica's /metrics
   done
   for ((i = 1; i <= REPLICAS; i++)); do
     p=$(replica_port "$i")
@@ -202,11 +204,11 @@ down() {
   [ -d "$RUN_DIR" ] || { say "nothing to stop"; return 0; }
   local f pid stopped=0
   for f in $(pidfiles); do
-    alive "$f" || { rm -f "$f"; continue; }
+    alive "$f" || { rm -f "$f" "${f%.pid}.addr"; continue; }
     pid=$(cat "$f")
     kill -TERM "$pid" 2>/dev/null || true
     wait_until 20 "pid $pid" bash -c "! kill -0 $pid" || { say "pid $pid ($f) ignored SIGTERM: killing it"; kill -KILL "$pid" 2>/dev/null || true; }
-    rm -f "$f"
+    rm -f "$f" "${f%.pid}.addr"
     stopped=$((stopped + 1))
   done
   say "down: stopped $stopped processes (logs kept in $RUN_DIR)"

@@ -21,6 +21,7 @@ type Metrics struct {
 	fenced   *prometheus.CounterVec
 	acquire  *prometheus.HistogramVec
 	attempts *prometheus.HistogramVec
+	hold     *prometheus.HistogramVec
 }
 
 // New returns the metrics, with the Go runtime's and the process's own.
@@ -46,8 +47,14 @@ func New() *Metrics {
 			Help:    "Attempts one acquisition made against Redis before it obtained the lock or gave up.",
 			Buckets: []float64{1, 2, 3, 5, 10, 20, 50, 100, 200, 500},
 		}, []string{"lock", "wait"}),
+		hold: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "locklab_lock_hold_seconds",
+			Help: "Time one sale held the lock, from obtaining it to its release returning: every other sale waits that long.",
+			// 50 us (less than one round trip) to 30 s (past the default -ttl).
+			Buckets: prometheus.ExponentialBucketsRange(0.00005, 30, 20),
+		}, []string{"lock", "wait"}),
 	}
-	m.reg.MustRegister(m.sales, m.fenced, m.acquire, m.attempts,
+	m.reg.MustRegister(m.sales, m.fenced, m.acquire, m.attempts, m.hold,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -67,6 +74,11 @@ func (m *Metrics) Acquired(meth sale.Method, took time.Duration, attempts int, e
 	if attempts > 0 {
 		m.attempts.WithLabelValues(meth.Name, meth.Wait).Observe(float64(attempts))
 	}
+}
+
+// Held records how long one sale held its lock (sale.Observer).
+func (m *Metrics) Held(meth sale.Method, held time.Duration) {
+	m.hold.WithLabelValues(meth.Name, meth.Wait).Observe(held.Seconds())
 }
 
 // Sale records one sale request's outcome: "sold" or the reply's error code.

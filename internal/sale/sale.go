@@ -54,6 +54,10 @@ type Observer interface {
 	// many attempts it made (0 for a guard that does not retry), and its
 	// error, nil when the lock was obtained.
 	Acquired(m Method, took time.Duration, attempts int, err error)
+	// Held reports how long one sale held m's lock: from the moment it was
+	// obtained to the moment its release returned. Every other sale waits
+	// that long, so it is what bounds a locked sale's throughput.
+	Held(m Method, held time.Duration)
 }
 
 var (
@@ -140,6 +144,10 @@ func (s *Service) Sell(ctx context.Context, m Method) (Result, error) {
 	release, token, err := s.acquire(ctx, m, owner)
 	if err != nil {
 		return Result{}, err
+	}
+	if s.observer != nil {
+		obtained := time.Now()
+		defer func() { s.observer.Held(m, time.Since(obtained)) }() // after the release below
 	}
 	if m.Nested {
 		inner, _, err := s.acquire(ctx, m, owner) // a nested hold keeps the outer token
