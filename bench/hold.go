@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/locklab/locklab/internal/sale"
@@ -43,22 +40,12 @@ func (h *holdMeter) Held(_ sale.Method, d time.Duration) {
 	h.count++
 }
 
-// replicaHolds sums locklab_lock_hold_seconds for lock and wait over every
-// replica whose address file (inventory-N.addr, written by the local
-// cluster) is in runDir, read from each replica's own /metrics.
-func replicaHolds(ctx context.Context, client *http.Client, runDir, lock, wait string) (holds, error) {
-	files, err := filepath.Glob(filepath.Join(runDir, "inventory-*.addr"))
-	if err != nil || len(files) == 0 {
-		return holds{}, fmt.Errorf("no replica address files in %s (is the local cluster up, started by this checkout's make up?)", runDir)
-	}
+// replicaHolds sums locklab_lock_hold_seconds for lock and wait over the
+// replicas, read from each one's own /metrics.
+func replicaHolds(ctx context.Context, client *http.Client, reps []replica, lock, wait string) (holds, error) {
 	var sum holds
-	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			return holds{}, err
-		}
-		url := "http://" + strings.TrimSpace(string(raw)) + "/metrics"
-		h, err := scrapeHolds(ctx, client, url, lock, wait)
+	for _, r := range reps {
+		h, err := scrapeHolds(ctx, client, "http://"+r.addr+"/metrics", lock, wait)
 		if err != nil {
 			return holds{}, err
 		}

@@ -14,8 +14,9 @@ import (
 	"github.com/locklab/locklab/internal/sale"
 )
 
-// The bench sums one version's holds over every replica's real /metrics,
-// and only that version's with that wait.
+// The bench finds the replicas by the files the local cluster writes, and
+// sums one version's holds over every replica's real /metrics, and only that
+// version's with that wait.
 func TestReplicaHolds(t *testing.T) {
 	dir := t.TempDir()
 	v4 := sale.Method{Name: "v4", Wait: "poll"}
@@ -29,18 +30,25 @@ func TestReplicaHolds(t *testing.T) {
 		srv := httptest.NewServer(mx.Handler())
 		t.Cleanup(srv.Close)
 		addr := strings.TrimPrefix(srv.URL, "http://")
-		if err := os.WriteFile(filepath.Join(dir, "inventory-"+string(rune('1'+i))+".addr"), []byte(addr+"\n"), 0o644); err != nil {
-			t.Fatal(err)
+		name := filepath.Join(dir, "inventory-"+string(rune('1'+i)))
+		for file, text := range map[string]string{name + ".addr": addr, name + ".pid": "1"} {
+			if err := os.WriteFile(file, []byte(text+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	h, err := replicaHolds(context.Background(), http.DefaultClient, dir, "v4", "poll")
+	reps, err := localReplicas(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := replicaHolds(context.Background(), http.DefaultClient, reps, "v4", "poll")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if h.count != 3 || h.mean() < 199 || h.mean() > 201 {
 		t.Fatalf("got %d holds, mean %.1f us; want 3 holds, mean 200 us", h.count, h.mean())
 	}
-	if _, err := replicaHolds(context.Background(), http.DefaultClient, t.TempDir(), "v4", "poll"); err == nil {
-		t.Fatal("no address files: want an error")
+	if _, err := localReplicas(t.TempDir()); err == nil {
+		t.Fatal("no replica files: want an error")
 	}
 }

@@ -35,6 +35,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/locklab/locklab/internal/cli"
+
 	"github.com/locklab/locklab/internal/loadtest"
 )
 
@@ -80,18 +82,12 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, err
 	}
 	if fs.NArg() > 0 {
-		return o, usageErr(stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return o, cli.UsageError(stderr, "bench", "unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	if o.duration <= 0 || o.ceilingTime <= 0 || o.concurrency < 1 {
-		return o, usageErr(stderr, "-duration and -ceiling-duration must be > 0, -c >= 1")
+		return o, cli.UsageError(stderr, "bench", "-duration and -ceiling-duration must be > 0, -c >= 1")
 	}
 	return o, nil
-}
-
-func usageErr(stderr io.Writer, format string, args ...any) error {
-	err := fmt.Errorf(format, args...)
-	fmt.Fprintln(stderr, "bench:", err)
-	return err
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -132,31 +128,53 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// replicaMemory reads the peak resident memory (VmHWM) of every replica whose
-// pid file is in runDir: the most each has used since it started.
-func replicaMemory(runDir string) (map[string]float64, error) {
+// replica is one replica of the local cluster, as its files in the run
+// directory name it.
+type replica struct {
+	name string // inventory-N
+	pid  string
+	addr string // host:port, for its own /metrics
+}
+
+// localReplicas reads the pid and address files (inventory-N.pid, .addr)
+// that the local cluster's `up` writes in runDir.
+func localReplicas(runDir string) ([]replica, error) {
 	files, err := filepath.Glob(filepath.Join(runDir, "inventory-*.pid"))
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("no replica pid files in %s (is the local cluster up, and -run-dir right?)", runDir)
 	}
-	mem := map[string]float64{}
+	var reps []replica
 	for _, f := range files {
-		raw, err := os.ReadFile(f)
+		base := strings.TrimSuffix(f, ".pid")
+		pid, err := os.ReadFile(f)
 		if err != nil {
 			return nil, err
 		}
-		pid := strings.TrimSpace(string(raw))
-		status, err := os.ReadFile("/proc/" + pid + "/status")
+		addr, err := os.ReadFile(base + ".addr")
 		if err != nil {
-			return nil, fmt.Errorf("replica %s: %w", f, err)
+			return nil, fmt.Errorf("replica %s: %w (was the local cluster started by this checkout's make up?)", filepath.Base(base), err)
+		}
+		reps = append(reps, replica{name: filepath.Base(base), pid: strings.TrimSpace(string(pid)), addr: strings.TrimSpace(string(addr))})
+	}
+	return reps, nil
+}
+
+// replicaMemory reads each replica's peak resident memory (VmHWM): the most
+// it has used since it started.
+func replicaMemory(reps []replica) (map[string]float64, error) {
+	mem := map[string]float64{}
+	for _, r := range reps {
+		status, err := os.ReadFile("/proc/" + r.pid + "/status")
+		if err != nil {
+			return nil, fmt.Errorf("replica %s: %w", r.name, err)
 		}
 		for line := range strings.SplitSeq(string(status), "\n") {
 			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 				kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
 				if err != nil {
-					return nil, fmt.Errorf("replica %s: VmHWM %q: %w", f, v, err)
+					return nil, fmt.Errorf("replica %s: VmHWM %q: %w", r.name, v, err)
 				}
-				mem[strings.TrimSuffix(filepath.Base(f), ".pid")] = kb / 1024
+				mem[r.name] = kb / 1024
 			}
 		}
 	}

@@ -105,6 +105,10 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*Report, error) 
 	if settings["work"] != "0s" {
 		return nil, fmt.Errorf("the replicas run with -work %s: the ceilings have no business time, so the bench needs -work 0 (make bench starts the cluster so)", settings["work"])
 	}
+	reps, err := localReplicas(o.runDir)
+	if err != nil {
+		return nil, err
+	}
 	rep := &Report{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Settings: settings,
 		Concurrency: o.concurrency, Seconds: o.duration.Seconds()}
 
@@ -204,17 +208,15 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*Report, error) 
 		if err := ceilings(); err != nil {
 			return nil, err
 		}
-		held, err := replicaHolds(ctx, metricsClient, o.runDir, r.Lock, r.Wait)
+		held, err := replicaHolds(ctx, metricsClient, reps, r.Lock, r.Wait)
 		if err != nil {
 			return nil, err
 		}
-		var around []loadtest.Result
+		var before loadtest.Result
 		if r.Lock == "atomic" {
-			res, err := nginx(o.duration / 2)
-			if err != nil {
+			if before, err = nginx(o.duration / 2); err != nil {
 				return nil, err
 			}
-			around = append(around, res)
 		}
 		res, err := loadtest.Run(ctx, loadtest.Config{URL: o.url, Requests: 1 << 30, Concurrency: o.concurrency, Stock: benchStock,
 			Duration: o.duration, Wait: r.Wait, Client: cfg.Client}, r.Lock)
@@ -226,15 +228,10 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*Report, error) 
 			if err != nil {
 				return nil, err
 			}
-			around = append(around, after)
-			var n, secs float64
-			for _, a := range around {
-				n, secs = n+float64(a.Requests), secs+a.Seconds
-			}
-			rep.Nginx = n / secs
+			rep.Nginx = float64(before.Requests+after.Requests) / (before.Seconds + after.Seconds)
 			say("nginx ceiling (GET /healthz, c=%d, before and after atomic): %.0f requests/s", o.concurrency, rep.Nginx)
 		}
-		after, err := replicaHolds(ctx, metricsClient, o.runDir, r.Lock, r.Wait)
+		after, err := replicaHolds(ctx, metricsClient, reps, r.Lock, r.Wait)
 		if err != nil {
 			return nil, err
 		}
@@ -271,7 +268,7 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*Report, error) 
 	}
 	say("default load test (n=1000, c=100): %d runs", len(rep.Default))
 
-	if rep.MemoryMB, err = replicaMemory(o.runDir); err != nil {
+	if rep.MemoryMB, err = replicaMemory(reps); err != nil {
 		return nil, err
 	}
 	return rep, nil

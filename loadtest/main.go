@@ -19,6 +19,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/locklab/locklab/internal/cli"
+
 	"github.com/locklab/locklab/internal/loadtest"
 	"github.com/locklab/locklab/internal/scenario"
 	"github.com/locklab/locklab/internal/versions"
@@ -79,13 +81,13 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, err
 	}
 	if fs.NArg() > 0 {
-		return o, usage(stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return o, cli.UsageError(stderr, "loadtest", "unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	if o.cfg.Requests < 1 || o.cfg.Concurrency < 1 || o.cfg.Stock < 0 {
-		return o, usage(stderr, "-n and -c must be >= 1 and -stock >= 0")
+		return o, cli.UsageError(stderr, "loadtest", "-n and -c must be >= 1 and -stock >= 0")
 	}
 	if o.cfg.Wait != "" && !slices.Contains(versions.Waits, o.cfg.Wait) {
-		return o, usage(stderr, "-wait %q: want one of %s", o.cfg.Wait, strings.Join(versions.Waits, " "))
+		return o, cli.UsageError(stderr, "loadtest", "-wait %q: want one of %s", o.cfg.Wait, strings.Join(versions.Waits, " "))
 	}
 	if o.cfg.Plain {
 		o.locks = []string{""}
@@ -93,12 +95,12 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.scenario != "" {
 		if _, ok := scenario.Lookup(o.scenario); !ok && o.scenario != "all" {
-			return o, usage(stderr, "-scenario %q: want %s or all", o.scenario, scenarioNames())
+			return o, cli.UsageError(stderr, "loadtest", "-scenario %q: want %s or all", o.scenario, scenarioNames())
 		}
 	}
 	locks, err := parseLocks(o.lockList)
 	if err != nil {
-		return o, usage(stderr, "%s", err)
+		return o, cli.UsageError(stderr, "loadtest", "%s", err)
 	}
 	o.locks = locks
 	return o, nil
@@ -124,12 +126,6 @@ func parseLocks(s string) ([]string, error) {
 		}
 	}
 	return locks, nil
-}
-
-func usage(stderr io.Writer, format string, args ...any) error {
-	err := fmt.Errorf(format, args...)
-	fmt.Fprintln(stderr, "loadtest:", err)
-	return err
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

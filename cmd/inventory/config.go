@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locklab/locklab/internal/cli"
+
 	"github.com/locklab/locklab/internal/versions"
 )
 
@@ -111,10 +113,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return cfg, err
 	}
 	if fs.NArg() > 0 {
-		return cfg, usageErr(stderr, "unexpected arguments: %s", strings.Join(fs.Args(), " "))
+		return cfg, cli.UsageError(stderr, "inventory", "unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	if err := cfg.validate(); err != nil {
-		return cfg, usageErr(stderr, "%s", err)
+		return cfg, cli.UsageError(stderr, "inventory", "%s", err)
 	}
 	return cfg, nil
 }
@@ -143,10 +145,4 @@ func (c config) validate() error {
 		return errors.New("-name: want a replica name")
 	}
 	return nil
-}
-
-func usageErr(stderr io.Writer, format string, args ...any) error {
-	err := fmt.Errorf(format, args...)
-	fmt.Fprintln(stderr, "inventory:", err)
-	return err
 }
