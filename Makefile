@@ -2,14 +2,14 @@
 # the tests start on free ports; `make demo` runs the whole comparison on a
 # local cluster (3 Redis nodes, 2 replicas, nginx) and stops it again.
 GO ?= go
-# The local cluster's settings, read by deploy/local/cluster.sh.
+# The local cluster's settings, read by the cluster command (cmd/cluster).
 LOCK ?= v1
 PORT ?= 80
 REPLICAS ?= 2
 RUN_DIR ?= $(CURDIR)/.run
 export LOCK PORT REPLICAS RUN_DIR
 
-CLUSTER := bash deploy/local/cluster.sh
+CLUSTER := $(GO) run ./cmd/cluster
 URL := http://localhost:$(PORT)
 REPORT := $(CURDIR)/report.html
 

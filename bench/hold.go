@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/sale"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -33,7 +34,7 @@ func (h holds) minus(o holds) holds { return holds{h.seconds - o.seconds, h.coun
 // One goroutine sells at a time.
 type holdMeter struct{ holds }
 
-func (h *holdMeter) Acquired(sale.Method, time.Duration, int, error) {}
+func (h *holdMeter) Acquired(sale.Method, time.Duration, error) {}
 
 func (h *holdMeter) Held(_ sale.Method, d time.Duration) {
 	h.seconds += d.Seconds()
@@ -42,10 +43,10 @@ func (h *holdMeter) Held(_ sale.Method, d time.Duration) {
 
 // replicaHolds sums locklab_lock_hold_seconds for lock and wait over the
 // replicas, read from each one's own /metrics.
-func replicaHolds(ctx context.Context, client *http.Client, reps []replica, lock, wait string) (holds, error) {
+func replicaHolds(ctx context.Context, client *http.Client, reps []cluster.Proc, lock, wait string) (holds, error) {
 	var sum holds
 	for _, r := range reps {
-		h, err := scrapeHolds(ctx, client, "http://"+r.addr+"/metrics", lock, wait)
+		h, err := scrapeHolds(ctx, client, "http://"+r.Addr+"/metrics", lock, wait)
 		if err != nil {
 			return holds{}, err
 		}

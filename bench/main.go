@@ -28,7 +28,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -36,7 +35,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/cli"
-
+	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/loadtest"
 )
 
@@ -48,8 +47,6 @@ func main() {
 
 type options struct {
 	url         string
-	redis       string
-	redlock     []string
 	runDir      string
 	duration    time.Duration
 	ceilingTime time.Duration
@@ -59,16 +56,11 @@ type options struct {
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
-	o := options{redlock: []string{"127.0.0.1:6381", "127.0.0.1:6382", "127.0.0.1:6383"}}
+	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.url, "url", "http://localhost/sale", "the cluster's /sale endpoint, through nginx")
-	fs.StringVar(&o.redis, "redis", "127.0.0.1:6381", "the cluster's stock Redis, for the serial ceilings (keys bench:*)")
-	fs.Func("redlock", "the cluster's redlock nodes (default 127.0.0.1:6381,127.0.0.1:6382,127.0.0.1:6383)", func(s string) error {
-		o.redlock = strings.Split(s, ",")
-		return nil
-	})
-	fs.StringVar(&o.runDir, "run-dir", ".run", "the cluster's run directory: the replicas' pid files, for their memory")
+	fs.StringVar(&o.runDir, "run-dir", ".run", "the local cluster's run directory: its state file names the Redis nodes (the serial ceilings use keys bench:* there) and the replicas (their memory and /metrics)")
 	fs.DurationVar(&o.duration, "duration", 5*time.Second, "how long each version runs through nginx")
 	fs.DurationVar(&o.ceilingTime, "ceiling-duration", 1600*time.Millisecond, "per row, how long its own ceiling and the serial ceiling each run in all: half in slices just before its run through nginx, half just after")
 	fs.IntVar(&o.concurrency, "c", 64, "concurrent requests through nginx")
@@ -128,53 +120,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// replica is one replica of the local cluster, as its files in the run
-// directory name it.
-type replica struct {
-	name string // inventory-N
-	pid  string
-	addr string // host:port, for its own /metrics
-}
-
-// localReplicas reads the pid and address files (inventory-N.pid, .addr)
-// that the local cluster's `up` writes in runDir.
-func localReplicas(runDir string) ([]replica, error) {
-	files, err := filepath.Glob(filepath.Join(runDir, "inventory-*.pid"))
-	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("no replica pid files in %s (is the local cluster up, and -run-dir right?)", runDir)
-	}
-	var reps []replica
-	for _, f := range files {
-		base := strings.TrimSuffix(f, ".pid")
-		pid, err := os.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		addr, err := os.ReadFile(base + ".addr")
-		if err != nil {
-			return nil, fmt.Errorf("replica %s: %w (was the local cluster started by this checkout's make up?)", filepath.Base(base), err)
-		}
-		reps = append(reps, replica{name: filepath.Base(base), pid: strings.TrimSpace(string(pid)), addr: strings.TrimSpace(string(addr))})
-	}
-	return reps, nil
-}
-
 // replicaMemory reads each replica's peak resident memory (VmHWM): the most
 // it has used since it started.
-func replicaMemory(reps []replica) (map[string]float64, error) {
+func replicaMemory(reps []cluster.Proc) (map[string]float64, error) {
 	mem := map[string]float64{}
 	for _, r := range reps {
-		status, err := os.ReadFile("/proc/" + r.pid + "/status")
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", r.Pid))
 		if err != nil {
-			return nil, fmt.Errorf("replica %s: %w", r.name, err)
+			return nil, fmt.Errorf("replica %s: %w", r.Name, err)
 		}
 		for line := range strings.SplitSeq(string(status), "\n") {
 			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 				kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
 				if err != nil {
-					return nil, fmt.Errorf("replica %s: VmHWM %q: %w", r.name, v, err)
+					return nil, fmt.Errorf("replica %s: VmHWM %q: %w", r.Name, v, err)
 				}
-				mem[r.name] = kb / 1024
+				mem[r.Name] = kb / 1024
 			}
 		}
 	}

@@ -4,15 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/loadtest"
 	"github.com/locklab/locklab/internal/locks/retry"
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
+	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/locklab/locklab/internal/versions"
 	"github.com/redis/go-redis/v9"
@@ -95,192 +95,245 @@ const bracket = 4
 // benchStock is enough that no run sells out.
 const benchStock = 1_000_000_000
 
+// bench is one run's state: the cluster, the clients on its Redis, the
+// versions built for the serial ceilings, and the report being filled.
+type bench struct {
+	o       options
+	say     func(format string, args ...any)
+	client  loadtest.Config // the HTTP client, for every run through nginx
+	metrics *http.Client
+	reps    []cluster.Proc
+	rdb     *redis.Client
+	nodes   []redis.UniversalClient
+	meter   *holdMeter
+	svc     *sale.Service // the own ceilings' sales, on keys bench:*
+	rep     *Report
+	// sellers[i] runs rep.Rows[i]'s own ceiling for one slice.
+	sellers  []func() (float64, error)
+	defaults []Row // the default load test's runs
+	serials  []float64
+}
+
 func measure(ctx context.Context, o options, stderr io.Writer) (*Report, error) {
-	say := func(format string, args ...any) { fmt.Fprintf(stderr, "bench: "+format+"\n", args...) }
-	cfg := loadtest.Config{URL: o.url, Client: loadtest.NewClient(max(o.concurrency, 100))}
-	_, settings, err := loadtest.Settings(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read the replicas' settings (is the cluster up? make bench starts it): %w", err)
-	}
-	if settings["work"] != "0s" {
-		return nil, fmt.Errorf("the replicas run with -work %s: the ceilings have no business time, so the bench needs -work 0 (make bench starts the cluster so)", settings["work"])
-	}
-	reps, err := localReplicas(o.runDir)
+	b, closeBench, err := newBench(ctx, o, stderr)
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Settings: settings,
+	defer closeBench()
+	for i := range b.rep.Rows {
+		if err := b.row(ctx, i); err != nil {
+			return nil, err
+		}
+	}
+	b.rep.Serial = median(b.serials)
+	b.say("serial ceiling (SET NX PX, GET, SET, Lua release), all slices: %.0f sales/s", b.rep.Serial)
+	if err := b.defaultLoadTests(ctx); err != nil {
+		return nil, err
+	}
+	if b.rep.MemoryMB, err = replicaMemory(b.reps); err != nil {
+		return nil, err
+	}
+	return b.rep, nil
+}
+
+// newBench reads the cluster and its settings, connects to its Redis, and
+// builds every version (polling and notified) for the own ceilings.
+func newBench(ctx context.Context, o options, stderr io.Writer) (*bench, func(), error) {
+	b := &bench{o: o, client: loadtest.Config{URL: o.url, Client: loadtest.NewClient(max(o.concurrency, 100))},
+		metrics: &http.Client{Timeout: 5 * time.Second}, meter: &holdMeter{}}
+	b.say = func(format string, args ...any) { fmt.Fprintf(stderr, "bench: "+format+"\n", args...) }
+	h, err := loadtest.Health(b.client)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot read the replicas' settings (is the cluster up? make bench starts it): %w", err)
+	}
+	if h.Settings["work"] != "0s" {
+		return nil, nil, fmt.Errorf("the replicas run with -work %s: the ceilings have no business time, so the bench needs -work 0 (make bench starts the cluster so)", h.Settings["work"])
+	}
+	c, err := cluster.Load(o.runDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	b.reps = c.State.Replicas
+	b.rep = &Report{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Settings: h.Settings,
 		Concurrency: o.concurrency, Seconds: o.duration.Seconds()}
 
-	// Serial ceilings, from this process, on keys of their own.
-	opts := func(addr string) *redis.Options {
-		return &redis.Options{Addr: addr, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1}
+	// Serial ceilings, from this process, with the service's client options,
+	// on keys of their own.
+	b.rdb = redisconn.New(c.State.StockNode().Addr, c.State.RedisPassword)
+	var addrs []string
+	for _, n := range c.State.Redis {
+		addrs = append(addrs, n.Addr)
 	}
-	rdb := redis.NewClient(opts(o.redis))
-	defer rdb.Close()
-	var nodes []redis.UniversalClient
-	for _, addr := range o.redlock {
-		c := redis.NewClient(opts(strings.TrimSpace(addr)))
-		defer c.Close()
-		nodes = append(nodes, c)
+	b.nodes = redisconn.NewAll(addrs, c.State.RedisPassword)
+	notifier := retry.NewNotifier(ctx, b.rdb, "bench:lock", 0, nil)
+	closeBench := func() {
+		notifier.Close()
+		_ = redisconn.CloseAll(b.nodes)
+		_ = b.rdb.Close()
 	}
-	meter := &holdMeter{}
-	svc := sale.New(rdb, sale.Options{Key: "bench:stock", AcquireTimeout: 10 * time.Second, Observer: meter})
-	metricsClient := &http.Client{Timeout: 5 * time.Second}
-	if err := svc.SetStock(ctx, benchStock); err != nil {
-		return nil, err
+	b.svc = sale.New(b.rdb, sale.Options{Key: "bench:stock", Observer: b.meter})
+	if err := b.svc.SetStock(ctx, benchStock); err != nil {
+		closeBench()
+		return nil, nil, err
 	}
-	quiet := slog.New(slog.DiscardHandler)
-	deps := versions.Deps{Redis: rdb, Redlock: nodes, LockKey: "bench:lock", TTL: 20 * time.Second,
-		Retry: 20 * time.Millisecond, RedlockRetry: 100 * time.Millisecond, Log: quiet}
-	notifier := retry.NewNotifier(ctx, rdb, "bench:lock", retry.Backstop, quiet)
-	defer notifier.Close()
-	// Measured: every safe version as it waits by default, then each one
-	// that waits differently when notified; the default load test runs
-	// every version, then the notified ones again.
-	var (
-		defaults []Row
-		sellers  []func() (float64, error) // each row's own ceiling, one slice
-	)
-	slice := o.ceilingTime / (2 * bracket)
+	b.plan(ctx, versions.Deps{Redis: b.rdb, Redlock: b.nodes, LockKey: "bench:lock", Notifier: notifier})
+	return b, closeBench, nil
+}
+
+// plan lays out the rows: every safe version as it waits by default, then
+// each one that waits differently when notified; the default load test runs
+// every version, then the notified ones again.
+func (b *bench) plan(ctx context.Context, deps versions.Deps) {
+	slice := b.o.ceilingTime / (2 * bracket)
+	built := versions.BuildAll(deps, []versions.Variant{{Wait: "poll"}, {Wait: "notify"}})
 	for _, wait := range versions.Waits {
-		d := deps
-		if wait == "notify" {
-			d.Notify = notifier
-		}
-		methods, _, stop := versions.Build(d)
-		defer stop()
+		methods := built[versions.Variant{Wait: wait}]
 		for _, v := range versions.All {
 			m := methods[v.Name]
 			if wait == "notify" && m.Wait != wait {
 				continue
 			}
-			defaults = append(defaults, Row{Lock: v.Name, Wait: m.Wait})
+			b.defaults = append(b.defaults, Row{Lock: v.Name, Wait: m.Wait})
 			if !v.Safe {
 				continue
 			}
-			sellers = append(sellers, func() (float64, error) { return ownCeiling(ctx, svc, m, slice) })
-			rep.Rows = append(rep.Rows, Row{Lock: v.Name, Wait: m.Wait})
+			b.sellers = append(b.sellers, func() (float64, error) { return ownCeiling(ctx, b.svc, m, slice) })
+			b.rep.Rows = append(b.rep.Rows, Row{Lock: v.Name, Wait: m.Wait})
 		}
 	}
-	healthz, err := loadtest.Sibling(o.url, "healthz")
+}
+
+// row measures rep.Rows[i]: its ceilings, its run through nginx, its ceilings
+// again. The ceilings are slices taken right before and right after the run
+// (serial and own taking turns), and the row keeps their medians, so a ratio
+// compares the run with the machine as it was at that moment: this machine
+// is shared, and a Redis round trip swings 30-130 us from one minute to the
+// next. atomic's reference, the nginx ceiling, is measured around it the
+// same way.
+func (b *bench) row(ctx context.Context, i int) error {
+	r := &b.rep.Rows[i]
+	var own, serial []float64
+	b.meter.holds = holds{}
+	if err := b.ceilings(ctx, i, &own, &serial); err != nil {
+		return err
+	}
+	held, err := replicaHolds(ctx, b.metrics, b.reps, r.Lock, r.Wait)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	nginx := func(d time.Duration) (loadtest.Result, error) {
-		res, err := loadtest.Run(ctx, loadtest.Config{URL: healthz, Plain: true, Requests: 1 << 30, Concurrency: o.concurrency,
-			Duration: d, Client: cfg.Client}, "")
-		if err == nil && res.Failed > 0 {
-			err = fmt.Errorf("%d of %d requests to %s failed", res.Failed, res.Requests, healthz)
-		}
-		if err != nil {
-			return res, fmt.Errorf("nginx ceiling: %w", err)
-		}
-		return res, nil
+	res, err := b.throughNginx(ctx, *r)
+	if err != nil {
+		return err
 	}
+	after, err := replicaHolds(ctx, b.metrics, b.reps, r.Lock, r.Wait)
+	if err != nil {
+		return err
+	}
+	if err := b.ceilings(ctx, i, &own, &serial); err != nil {
+		return err
+	}
+	r.HoldOwn, r.HoldNginx = b.meter.mean(), after.minus(held).mean()
+	r.Own, r.Serial = median(own), median(serial)
+	r.OwnVsSerial = r.Own / r.Serial
+	b.serials = append(b.serials, serial...)
+	r.Sales, r.P50, r.P99, r.Failed = res.SalesPerSec, res.Latency.P50, res.Latency.P99, res.Failed
+	if r.HoldNginx > 0 && r.Sales > 0 {
+		r.Handover = 1e6/r.Sales - r.HoldNginx
+	}
+	r.Ratio, r.RatioOf = r.Sales/r.Own, "own"
+	if r.Lock == "atomic" {
+		r.Ratio, r.RatioOf = r.Sales/b.rep.Nginx, "nginx"
+	}
+	b.say("%s %s: own ceiling %.0f sales/s (%.2f x serial %.0f); through nginx %.0f sales/s, p99 %.1f ms: %.2f x %s ceiling; lock held %.0f us serially, %.0f us through nginx, handed over in %.0f us",
+		r.Lock, r.Wait, r.Own, r.OwnVsSerial, r.Serial, r.Sales, r.P99, r.Ratio, r.RatioOf, r.HoldOwn, r.HoldNginx, r.Handover)
+	return nil
+}
 
-	// Each row: its ceilings, its run through nginx, its ceilings again.
-	// The ceilings are slices taken right before and right after the run
-	// (serial and own taking turns), and the row keeps their medians, so a
-	// ratio compares the run with the machine as it was at that moment:
-	// this machine is shared, and a Redis round trip swings 30-130 us from
-	// one minute to the next. atomic's reference, the nginx ceiling, is
-	// measured around it the same way.
-	var serials []float64
-	for i := range rep.Rows {
-		r := &rep.Rows[i]
-		var own, serial []float64
-		ceilings := func() error {
-			for range bracket {
-				s, err := serialCeiling(ctx, rdb, slice)
-				if err != nil {
-					return fmt.Errorf("serial ceiling: %w", err)
-				}
-				c, err := sellers[i]()
-				if err != nil {
-					return fmt.Errorf("%s %s ceiling: %w", r.Lock, r.Wait, err)
-				}
-				serial, own = append(serial, s), append(own, c)
-			}
-			return nil
-		}
-		meter.holds = holds{}
-		if err := ceilings(); err != nil {
-			return nil, err
-		}
-		held, err := replicaHolds(ctx, metricsClient, reps, r.Lock, r.Wait)
+// ceilings takes bracket slices of the serial ceiling and of row i's own,
+// taking turns.
+func (b *bench) ceilings(ctx context.Context, i int, own, serial *[]float64) error {
+	slice := b.o.ceilingTime / (2 * bracket)
+	for range bracket {
+		s, err := serialCeiling(ctx, b.rdb, slice)
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("serial ceiling: %w", err)
 		}
-		var before loadtest.Result
-		if r.Lock == "atomic" {
-			if before, err = nginx(o.duration / 2); err != nil {
-				return nil, err
-			}
-		}
-		res, err := loadtest.Run(ctx, loadtest.Config{URL: o.url, Requests: 1 << 30, Concurrency: o.concurrency, Stock: benchStock,
-			Duration: o.duration, Wait: r.Wait, Client: cfg.Client}, r.Lock)
+		c, err := b.sellers[i]()
 		if err != nil {
-			return nil, fmt.Errorf("%s (%s) through nginx: %w", r.Lock, r.Wait, err)
+			return fmt.Errorf("%s %s ceiling: %w", b.rep.Rows[i].Lock, b.rep.Rows[i].Wait, err)
 		}
-		if r.Lock == "atomic" {
-			after, err := nginx(o.duration / 2)
-			if err != nil {
-				return nil, err
-			}
-			rep.Nginx = float64(before.Requests+after.Requests) / (before.Seconds + after.Seconds)
-			say("nginx ceiling (GET /healthz, c=%d, before and after atomic): %.0f requests/s", o.concurrency, rep.Nginx)
-		}
-		after, err := replicaHolds(ctx, metricsClient, reps, r.Lock, r.Wait)
-		if err != nil {
-			return nil, err
-		}
-		if err := ceilings(); err != nil {
-			return nil, err
-		}
-		r.HoldOwn, r.HoldNginx = meter.mean(), after.minus(held).mean()
-		r.Own, r.Serial = median(own), median(serial)
-		r.OwnVsSerial = r.Own / r.Serial
-		serials = append(serials, serial...)
-		r.Sales, r.P50, r.P99, r.Failed = res.SalesPerSec, res.Latency.P50, res.Latency.P99, res.Failed
-		if r.HoldNginx > 0 && r.Sales > 0 {
-			r.Handover = 1e6/r.Sales - r.HoldNginx
-		}
-		r.Ratio, r.RatioOf = r.Sales/r.Own, "own"
-		if r.Lock == "atomic" {
-			r.Ratio, r.RatioOf = r.Sales/rep.Nginx, "nginx"
-		}
-		say("%s %s: own ceiling %.0f sales/s (%.2f x serial %.0f); through nginx %.0f sales/s, p99 %.1f ms: %.2f x %s ceiling; lock held %.0f us serially, %.0f us through nginx, handed over in %.0f us",
-			r.Lock, r.Wait, r.Own, r.OwnVsSerial, r.Serial, r.Sales, r.P99, r.Ratio, r.RatioOf, r.HoldOwn, r.HoldNginx, r.Handover)
+		*serial, *own = append(*serial, s), append(*own, c)
 	}
-	rep.Serial = median(serials)
-	say("serial ceiling (SET NX PX, GET, SET, Lua release), all slices: %.0f sales/s", rep.Serial)
+	return nil
+}
 
-	// The default load test: every version, the service's defaults.
-	for _, d := range defaults {
-		res, err := loadtest.Run(ctx, loadtest.Config{URL: o.url, Requests: 1000, Concurrency: 100, Stock: 100,
-			Wait: d.Wait, Client: cfg.Client}, d.Lock)
-		if err != nil {
-			return nil, fmt.Errorf("%s (%s) default load test: %w", d.Lock, d.Wait, err)
+// throughNginx runs r's version through nginx for the bench's duration, with
+// stock that never runs out; around atomic's run it also measures the nginx
+// ceiling (half before, half after).
+func (b *bench) throughNginx(ctx context.Context, r Row) (loadtest.Result, error) {
+	var before loadtest.Result
+	if r.Lock == "atomic" {
+		var err error
+		if before, err = b.nginx(ctx, b.o.duration/2); err != nil {
+			return loadtest.Result{}, err
 		}
-		rep.Default = append(rep.Default, DefaultRun{Lock: d.Lock, Wait: d.Wait, Sold: res.Sold, SoldOut: res.SoldOut,
+	}
+	res, err := loadtest.Run(ctx, loadtest.Config{URL: b.o.url, Requests: 1 << 30, Concurrency: b.o.concurrency, Stock: benchStock,
+		Duration: b.o.duration, Wait: r.Wait, Client: b.client.Client}, r.Lock)
+	if err != nil {
+		return res, fmt.Errorf("%s (%s) through nginx: %w", r.Lock, r.Wait, err)
+	}
+	if r.Lock == "atomic" {
+		after, err := b.nginx(ctx, b.o.duration/2)
+		if err != nil {
+			return res, err
+		}
+		b.rep.Nginx = float64(before.Requests+after.Requests) / (before.Seconds + after.Seconds)
+		b.say("nginx ceiling (GET /healthz, c=%d, before and after atomic): %.0f requests/s", b.o.concurrency, b.rep.Nginx)
+	}
+	return res, nil
+}
+
+// nginx is the nginx ceiling: GET /healthz through nginx for d.
+func (b *bench) nginx(ctx context.Context, d time.Duration) (loadtest.Result, error) {
+	healthz, err := loadtest.Sibling(b.o.url, "healthz")
+	if err != nil {
+		return loadtest.Result{}, err
+	}
+	res, err := loadtest.Run(ctx, loadtest.Config{URL: healthz, Plain: true, Requests: 1 << 30, Concurrency: b.o.concurrency,
+		Duration: d, Client: b.client.Client}, "")
+	if err == nil && res.Failed > 0 {
+		err = fmt.Errorf("%d of %d requests to %s failed", res.Failed, res.Requests, healthz)
+	}
+	if err != nil {
+		return res, fmt.Errorf("nginx ceiling: %w", err)
+	}
+	return res, nil
+}
+
+// defaultLoadTests runs the default load test (n=1000, c=100, stock 100)
+// for every version, the service's defaults.
+func (b *bench) defaultLoadTests(ctx context.Context) error {
+	for _, d := range b.defaults {
+		res, err := loadtest.Run(ctx, loadtest.Config{URL: b.o.url, Requests: 1000, Concurrency: 100, Stock: 100,
+			Wait: d.Wait, Client: b.client.Client}, d.Lock)
+		if err != nil {
+			return fmt.Errorf("%s (%s) default load test: %w", d.Lock, d.Wait, err)
+		}
+		b.rep.Default = append(b.rep.Default, DefaultRun{Lock: d.Lock, Wait: d.Wait, Sold: res.Sold, SoldOut: res.SoldOut,
 			Failed: res.Failed, FailedBy: res.FailedBy, Oversold: res.Oversold, P99: res.Latency.P99})
 	}
-	say("default load test (n=1000, c=100): %d runs", len(rep.Default))
-
-	if rep.MemoryMB, err = replicaMemory(reps); err != nil {
-		return nil, err
-	}
-	return rep, nil
+	b.say("default load test (n=1000, c=100): %d runs", len(b.rep.Default))
+	return nil
 }
 
 // serialCeiling runs the four commands of a locked sale back to back from
 // one goroutine for d: SET NX PX (v6's acquire), GET, SET, and v6's Lua
 // compare-and-delete release.
 func serialCeiling(ctx context.Context, rdb *redis.Client, d time.Duration) (float64, error) {
-	lock := lua.New(rdb, "bench:lock", 20*time.Second, 20*time.Millisecond)
+	lock := lua.New(rdb, lua.Options{Key: "bench:lock"})
 	return loop(ctx, d, func() error {
-		release, err := lock.Acquire(ctx, "bench")
+		l, err := lock.TryAcquire(ctx, "bench")
 		if err != nil {
 			return err
 		}
@@ -291,7 +344,7 @@ func serialCeiling(ctx context.Context, rdb *redis.Client, d time.Duration) (flo
 		if err := rdb.Set(ctx, "bench:stock", v-1, 0).Err(); err != nil {
 			return err
 		}
-		return release(ctx)
+		return l.Release(ctx)
 	})
 }
 

@@ -1,9 +1,10 @@
 //go:build e2e
 
 // Package e2e runs the local cluster for real (redis-server, the replicas,
-// nginx; deploy/local/cluster.sh, as `make up` does) and asserts the demo's
+// nginx; the cluster command, as `make up` does) and asserts the demo's
 // claims: none, v1 and v2 oversell on two replicas, every other version never
-// does, nginx spreads the requests, and `down` leaves nothing behind.
+// does, nginx spreads the requests, and `down` leaves nothing behind; and it
+// runs every scenario cell.
 //
 //	make test-e2e
 package e2e
@@ -12,7 +13,6 @@ import (
 	"bytes"
 	"context"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,18 +21,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/loadtest"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/locklab/locklab/internal/scenario"
 	"github.com/locklab/locklab/internal/versions"
-	"github.com/redis/go-redis/v9"
 )
 
-// cluster runs deploy/local/cluster.sh with nginx on port and its run
-// directory in dir.
-func cluster(t *testing.T, port int, dir, verb string, env ...string) (string, error) {
+// clusterBin builds the cluster command once per test.
+func clusterBin(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command("bash", "../deploy/local/cluster.sh", verb)
+	bin := filepath.Join(t.TempDir(), "cluster")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/cluster").CombinedOutput(); err != nil {
+		t.Fatalf("go build ../cmd/cluster: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// run runs the cluster command from the checkout's root, as make does, with
+// nginx on port and the run directory dir.
+func run(t *testing.T, bin string, port int, dir, verb string, env ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(bin, verb)
+	cmd.Dir = ".."
 	cmd.Env = append(append(os.Environ(), "PORT="+strconv.Itoa(port), "RUN_DIR="+dir, "LOCK=v1", "REPLICAS=2"), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -40,69 +51,71 @@ func cluster(t *testing.T, port int, dir, verb string, env ...string) (string, e
 	return out.String(), err
 }
 
-func portOpen(port int) bool {
-	c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
+func listening(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err == nil {
 		c.Close()
 	}
 	return err == nil
 }
 
-func pids(t *testing.T, dir string) string {
+// up starts the cluster and registers its stop, which must leave no port
+// open and no state behind.
+func up(t *testing.T, bin string, port int, dir string, env ...string) *cluster.Cluster {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(dir, "*.pid"))
-	var all []string
-	for _, f := range files {
-		b, _ := os.ReadFile(f)
-		all = append(all, filepath.Base(f)+"="+strings.TrimSpace(string(b)))
+	t.Cleanup(func() {
+		if out, err := run(t, bin, port, dir, "down"); err != nil {
+			t.Errorf("down: %v\n%s", err, out)
+		}
+		for _, addr := range cluster.Plan(cluster.Config{Port: port, Dir: dir}).Addrs() {
+			if listening(addr) {
+				t.Errorf("%s still open after down", addr)
+			}
+		}
+		if _, err := cluster.Load(dir); err == nil {
+			t.Error("the state file is left after down")
+		}
+	})
+	if out, err := run(t, bin, port, dir, "up", env...); err != nil {
+		t.Fatalf("up: %v\n%s", err, out)
 	}
-	return strings.Join(all, " ")
+	c, err := cluster.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func TestLocalCluster(t *testing.T) {
+	bin := clusterBin(t)
 	port := redistest.FreePort(t)
 	dir := t.TempDir()
-	ports := []int{6381, 6382, 6383, 8080, 8081, port}
 
 	// A port already taken is a clear error naming it, and nothing starts.
 	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := cluster(t, port, dir, "up")
+	out, err := run(t, bin, port, dir, "up")
 	ln.Close()
 	if err == nil || !strings.Contains(out, "port "+strconv.Itoa(port)+" is already in use") {
 		t.Fatalf("up with port %d taken: err %v, output:\n%s", port, err, out)
 	}
-	for _, p := range ports[:5] {
-		if portOpen(p) {
-			t.Fatalf("port %d open after a refused up", p)
+	for _, addr := range cluster.Plan(cluster.Config{Port: port, Dir: dir}).Addrs() {
+		if listening(addr) {
+			t.Fatalf("%s open after a refused up", addr)
 		}
 	}
 
-	t.Cleanup(func() {
-		if out, err := cluster(t, port, dir, "down"); err != nil {
-			t.Errorf("down: %v\n%s", err, out)
-		}
-		for _, p := range ports {
-			if portOpen(p) {
-				t.Errorf("port %d still open after down", p)
-			}
-		}
-		if left := pids(t, dir); left != "" {
-			t.Errorf("pid files left after down: %s", left)
-		}
-	})
-	if out, err := cluster(t, port, dir, "up"); err != nil {
-		t.Fatalf("up: %v\n%s", err, out)
+	c := up(t, bin, port, dir)
+	if out, err := run(t, bin, port, dir, "up"); err != nil || !strings.Contains(out, "already up") {
+		t.Fatalf("second up: err %v, output:\n%s", err, out)
 	}
-	first := pids(t, dir)
-	if out, err := cluster(t, port, dir, "up"); err != nil || !strings.Contains(out, "already up") || pids(t, dir) != first {
-		t.Fatalf("second up: err %v, pids %s then %s, output:\n%s", err, first, pids(t, dir), out)
+	if again, err := cluster.Load(dir); err != nil || again.State.Nginx.Pid != c.State.Nginx.Pid {
+		t.Fatalf("a second up started another set (err %v)", err)
 	}
 
-	cfg := loadtest.Config{URL: "http://127.0.0.1:" + strconv.Itoa(port) + "/sale",
-		Requests: 1000, Concurrency: 100, Stock: 100, Client: loadtest.NewClient(100)}
+	cfg := loadtest.Config{URL: c.State.URL, Requests: 1000, Concurrency: 100, Stock: 100, Client: loadtest.NewClient(100)}
 	for run := 1; run <= 3; run++ {
 		for _, v := range versions.All {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -122,9 +135,9 @@ func TestLocalCluster(t *testing.T) {
 			if r.Failed != 0 {
 				t.Errorf("run %d: %s failed %d requests (%v): waiting requests must be served", run, v.Name, r.Failed, r.FailedBy)
 			}
-			for _, name := range []string{"inventory-1", "inventory-2"} {
-				if n := r.Replicas[name]; n < cfg.Requests*2/5 {
-					t.Errorf("run %d: %s: %s served %d of %d requests; nginx should alternate", run, v.Name, name, n, cfg.Requests)
+			for _, rep := range c.State.Replicas {
+				if n := r.Replicas[rep.Name]; n < cfg.Requests*2/5 {
+					t.Errorf("run %d: %s: %s served %d of %d requests; nginx should alternate", run, v.Name, rep.Name, n, cfg.Requests)
 				}
 			}
 		}
@@ -134,33 +147,19 @@ func TestLocalCluster(t *testing.T) {
 // Every cell of the scenario matrix, three runs in a row, on a cluster with the
 // fault hooks on and a 1 s lease (as make scenarios runs it).
 func TestScenarios(t *testing.T) {
+	bin := clusterBin(t)
 	port := redistest.FreePort(t)
 	dir := t.TempDir()
-	env := []string{"INVENTORY_CHAOS=true", "INVENTORY_ADMIN_TOKEN=e2e", "INVENTORY_TTL=1s", "INVENTORY_ACQUIRE_TIMEOUT=5s"}
-	t.Cleanup(func() {
-		if out, err := cluster(t, port, dir, "down"); err != nil {
-			t.Errorf("down: %v\n%s", err, out)
-		}
-	})
-	if out, err := cluster(t, port, dir, "up", env...); err != nil {
-		t.Fatalf("up: %v\n%s", err, out)
-	}
-	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/sale"
-	_, settings, err := loadtest.Settings(loadtest.Config{URL: url, Client: loadtest.NewClient(1)})
-	if err != nil || settings["chaos"] != "true" {
-		t.Fatalf("settings %v, err %v: want the replicas running with -chaos", settings, err)
-	}
-	ttl, err := time.ParseDuration(settings["ttl"])
+	c := up(t, bin, port, dir, "INVENTORY_CHAOS=true", "INVENTORY_ADMIN_TOKEN=e2e", "INVENTORY_TTL=1s", "INVENTORY_ACQUIRE_TIMEOUT=5s")
+	h, err := loadtest.Health(loadtest.Config{URL: c.State.URL, Client: loadtest.NewClient(1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6381"})
-	defer rdb.Close()
-	senv := scenario.Env{URL: url, AdminToken: "e2e", Redis: rdb, LockKey: "inventoryRedisLock",
-		StockKey: "inventory:001", TTL: ttl, Client: &http.Client{Timeout: time.Minute},
-		Replicas: scenario.LocalReplicas}
-	local := scenario.Local{RunDir: dir, Script: "../deploy/local/cluster.sh"}
-	senv.Freeze, senv.Crash, senv.FreezeStockNode, senv.CrashSpareNode = local.Freeze, local.Crash, local.FreezeStockNode, local.CrashSpareNode
+	env, err := scenario.Local(c, h, "e2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Redis.Close()
 	for run := 1; run <= 3; run++ {
 		for _, s := range scenario.All {
 			for _, lock := range versions.Names() {
@@ -168,14 +167,14 @@ func TestScenarios(t *testing.T) {
 					continue
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				c, err := s.Run(ctx, senv, lock)
+				cell, err := s.Run(ctx, env, lock)
 				cancel()
 				if err != nil {
 					t.Fatalf("run %d, %s, %s: %v", run, s.Name, lock, err)
 				}
-				t.Logf("run %d %-12s %-3s %-36s %s", run, c.Scenario, c.Lock, c.Observed, c.Detail)
-				if !c.OK() {
-					t.Errorf("run %d: %s under %s: expected %q, observed %q (%s)", run, lock, s.Name, c.Expected, c.Observed, c.Detail)
+				t.Logf("run %d %-12s %-3s %-36s %s", run, cell.Scenario, cell.Lock, cell.Observed, cell.Detail)
+				if !cell.OK() {
+					t.Errorf("run %d: %s under %s: expected %q, observed %q (%s)", run, lock, s.Name, cell.Expected, cell.Observed, cell.Detail)
 				}
 			}
 		}

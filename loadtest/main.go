@@ -43,8 +43,6 @@ type options struct {
 	notes      []string
 	scenario   string // a scenario name, or all; empty: the load test
 	lockList   string
-	redis      string
-	redisPass  string
 	readme     string
 	runDir     string
 }
@@ -65,9 +63,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.expectSafe, "expect-safe", false, "exit 1 when a version other than none, v1 and v2 oversold")
 	fs.BoolVar(&o.cfg.Plain, "plain", false, "just fire -n GET requests at -url (no stock, no ?lock=): to measure the load test itself")
 	fs.StringVar(&o.scenario, "scenario", "", "run a fault scenario instead of the load test: "+scenarioNames()+", or all (needs replicas started with -chaos and -admin-token)")
-	fs.StringVar(&o.redis, "redis", "127.0.0.1:6381", "with -scenario: the stock's Redis node, watched (never written) to see the lock come and go")
-	fs.StringVar(&o.redisPass, "redis-password", "", "with -scenario: its password")
-	fs.StringVar(&o.runDir, "run-dir", ".run", "with -scenario: the local cluster's run directory (its pid files), for the scenarios that freeze a replica")
+	fs.StringVar(&o.runDir, "run-dir", ".run", "with -scenario: the local cluster's run directory (its state file: the Redis nodes to watch, the processes to freeze and kill)")
 	fs.StringVar(&o.readme, "readme", "", "with -scenario: write the observed matrix into this Markdown file, between its scenarios markers")
 	fs.Func("note", "a line about the setup, shown in the report (repeatable)", func(s string) error {
 		o.notes = append(o.notes, s)
@@ -149,10 +145,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 	if !o.cfg.Plain {
 		// Say in the report what the replicas ran with, as they report it.
-		if replica, s, err := loadtest.Settings(o.cfg); err == nil && len(s) > 0 {
+		if h, err := loadtest.Health(o.cfg); err == nil && len(h.Settings) > 0 {
+			s := h.Settings
 			o.notes = append(o.notes, fmt.Sprintf("Replica settings, as %s reports them on /healthz: -ttl %s, -retry %s (jittered), "+
 				"-redlock-retry %s, -wait %s, -work %s (business time between reading and writing the stock), -acquire-timeout %s.",
-				replica, s["ttl"], s["retry"], s["redlock_retry"], cmp.Or(o.cfg.Wait, s["wait"]), s["work"], s["acquire_timeout"]))
+				h.Replica, s["ttl"], s["retry"], s["redlock_retry"], cmp.Or(o.cfg.Wait, s["wait"]), s["work"], s["acquire_timeout"]))
 		}
 	}
 

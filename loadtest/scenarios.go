@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"runtime"
 	"slices"
@@ -13,10 +12,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/loadtest"
 	"github.com/locklab/locklab/internal/scenario"
 	"github.com/locklab/locklab/internal/versions"
-	"github.com/redis/go-redis/v9"
 )
 
 func scenarioNames() string {
@@ -30,27 +29,24 @@ func scenarioNames() string {
 // runScenarios runs the chosen scenarios against every chosen version they
 // apply to, prints expected against observed, and exits 1 if any differ.
 func runScenarios(ctx context.Context, o options, stdout, stderr io.Writer) int {
-	_, settings, err := loadtest.Settings(o.cfg)
+	h, err := loadtest.Health(o.cfg)
 	if err != nil {
 		fmt.Fprintln(stderr, "loadtest: -scenario: cannot read the replicas' settings:", err)
 		return 1
 	}
-	if settings["chaos"] != "true" {
-		fmt.Fprintln(stderr, "loadtest: -scenario needs replicas started with -chaos and -admin-token (make scenarios does that)")
-		return 1
-	}
-	ttl, err := time.ParseDuration(settings["ttl"])
+	c, err := cluster.Load(o.runDir)
 	if err != nil {
-		fmt.Fprintln(stderr, "loadtest: -scenario: the replicas report no -ttl:", err)
+		fmt.Fprintln(stderr, "loadtest: -scenario needs the local cluster (make scenarios starts one):", err)
 		return 1
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: o.redis, Password: o.redisPass})
-	defer rdb.Close()
-	env := scenario.Env{URL: o.cfg.URL, AdminToken: o.cfg.AdminToken, Redis: rdb, LockKey: "inventoryRedisLock",
-		StockKey: "inventory:001", TTL: ttl, Client: &http.Client{Timeout: 2 * time.Minute},
-		Replicas: scenario.LocalReplicas}
-	local := scenario.Local{RunDir: o.runDir, Script: "deploy/local/cluster.sh"}
-	env.Freeze, env.Crash, env.FreezeStockNode, env.CrashSpareNode = local.Freeze, local.Crash, local.FreezeStockNode, local.CrashSpareNode
+	env, err := scenario.Local(c, h, o.cfg.AdminToken)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadtest:", err)
+		return 1
+	}
+	defer env.Redis.Close()
+	env.URL = o.cfg.URL
+	settings := h.Settings
 
 	var cells []scenario.Cell
 	for _, s := range scenario.All {

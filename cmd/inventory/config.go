@@ -11,8 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/cli"
-
+	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/locklab/locklab/internal/versions"
 )
 
@@ -53,29 +54,22 @@ func envName(flagName string) string {
 // usage errors (exit status 2); the usage text has already gone to stderr.
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	host, _ := os.Hostname()
-	cfg := config{Redlock: []string{"localhost:6381", "localhost:6382", "localhost:6383"}}
+	cfg := config{}
+	cfg.Redlock, _ = redisconn.ParseList(api.DefaultRedlock)
 	fs := flag.NewFlagSet("inventory", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.IntVar(&cfg.Port, "port", 8080, "HTTP port")
+	fs.IntVar(&cfg.Port, "port", api.DefaultPort, "HTTP port")
 	fs.StringVar(&cfg.Name, "name", host, "replica name, reported in every reply")
 	fs.StringVar(&cfg.Lock, "lock", "v1", "lock version: one of "+strings.Join(versions.Names(), " "))
 	fs.StringVar(&cfg.Redis, "redis", "localhost:6379", "Redis for the stock and the single-node locks (host:port)")
 	fs.StringVar(&cfg.RedisPassword, "redis-password", "", "password for every Redis node")
-	fs.Func("redlock", "comma-separated independent Redis nodes for redlock (default localhost:6381,localhost:6382,localhost:6383)", func(s string) error {
-		var nodes []string
-		for n := range strings.SplitSeq(s, ",") {
-			if n = strings.TrimSpace(n); n != "" {
-				nodes = append(nodes, n)
-			}
-		}
-		if len(nodes) == 0 {
-			return errors.New("want at least one host:port")
-		}
+	fs.Func("redlock", "comma-separated independent Redis nodes for redlock (default "+api.DefaultRedlock+")", func(s string) error {
+		nodes, err := redisconn.ParseList(s)
 		cfg.Redlock = nodes
-		return nil
+		return err
 	})
-	fs.StringVar(&cfg.Key, "key", "inventory:001", "stock key")
-	fs.StringVar(&cfg.LockKey, "lock-key", "inventoryRedisLock", "lock key")
+	fs.StringVar(&cfg.Key, "key", api.DefaultStockKey, "stock key")
+	fs.StringVar(&cfg.LockKey, "lock-key", api.DefaultLockKey, "lock key")
 	fs.DurationVar(&cfg.TTL, "ttl", 20*time.Second, "lock lease (v4 and later)")
 	fs.DurationVar(&cfg.Retry, "retry", 20*time.Millisecond, "mean wait between lock attempts (jittered to 0.5-1.5x)")
 	fs.DurationVar(&cfg.RedlockRetry, "redlock-retry", 100*time.Millisecond,

@@ -14,12 +14,14 @@ import (
 	_ "net/http/pprof" // served only with -pprof, on its own listener
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/locklab/locklab/internal/metrics"
+	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/locklab/locklab/internal/server"
 	"github.com/locklab/locklab/internal/versions"
@@ -74,49 +76,49 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 
 // serve builds the dependencies, serves on ln until ctx ends, then stops
 // cleanly: no new connections, in-flight sales finish and release their locks,
-// watchdogs stop, Redis connections close.
+// Redis connections close.
 func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) error {
-	// Short network timeouts: a dead node must turn into a 503 quickly, not
-	// hold a request for go-redis's default 3 s per attempt.
-	opts := func(addr string) *redis.Options {
-		return &redis.Options{Addr: addr, Password: cfg.RedisPassword,
-			DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
-			MaxRetries: -1, DialerRetries: 1, PoolSize: 128}
-	}
-	rdb := redis.NewClient(opts(cfg.Redis))
+	rdb := redisconn.New(cfg.Redis, cfg.RedisPassword)
 	defer rdb.Close()
-	nodes := make([]redis.UniversalClient, len(cfg.Redlock))
-	for i, addr := range cfg.Redlock {
-		c := redis.NewClient(opts(addr))
-		defer c.Close()
-		nodes[i] = c
-	}
-
-	// Each way of waiting gets its own guards; with -lock-override both are
-	// built, so /sale?wait= can compare them on one running cluster.
-	deps := versions.Deps{
-		Redis: rdb, Redlock: nodes, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, RedlockRetry: cfg.RedlockRetry, Fence: cfg.Fence, Log: log,
-	}
-	waits := map[string]map[string]sale.Method{}
-	var renewals, lost []func() int64
-	for _, wait := range versions.Waits {
-		if wait != cfg.Wait && !cfg.LockOverride {
-			continue
-		}
-		d := deps
-		if wait == "notify" {
-			n := retry.NewNotifier(ctx, rdb, cfg.LockKey, min(cfg.TTL, retry.Backstop), log)
-			defer n.Close()
-			d.Notify = n
-		}
-		methods, v8, stopGuards := versions.Build(d)
-		defer stopGuards()
-		waits[wait] = methods
-		renewals, lost = append(renewals, v8.Renewals), append(lost, v8.Lost)
-	}
+	nodes := redisconn.NewAll(cfg.Redlock, cfg.RedisPassword)
+	defer redisconn.CloseAll(nodes)
 	mx := metrics.New()
-	mx.Watchdog(renewals, lost)
+	deps := versions.Deps{Redis: rdb, Redlock: nodes, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry,
+		RedlockRetry: cfg.RedlockRetry, Log: log, Observer: mx}
+	if slices.ContainsFunc(cfg.variants(), func(v versions.Variant) bool { return v.Wait == "notify" }) {
+		n := retry.NewNotifier(ctx, rdb, cfg.LockKey, min(cfg.TTL, retry.Backstop), log)
+		defer n.Close()
+		deps.Notifier = n
+	}
+	srv := &http.Server{Handler: handler(cfg, deps, rdb, mx, log), ReadHeaderTimeout: 5 * time.Second}
+	log.Info("serving", "addr", ln.Addr().String(), "lock", cfg.Lock, "lock_override", cfg.LockOverride,
+		"redis", cfg.Redis, "redlock", cfg.Redlock, "ttl", cfg.TTL.String(), "retry", cfg.Retry.String(),
+		"redlock_retry", cfg.RedlockRetry.String(), "wait", cfg.Wait, "work", cfg.Work.String())
+	return serveUntil(ctx, srv, ln, cfg.AcquireTimeout+cfg.Work+5*time.Second, log)
+}
 
+// variants are the ways of building the versions this replica serves: its
+// -wait and -fence, and with -lock-override every wait, with -chaos (whose
+// fence=1|0 hook chooses per sale) fenced and not.
+func (c config) variants() []versions.Variant {
+	waits, fences := []string{c.Wait}, []bool{c.Fence}
+	if c.LockOverride {
+		waits = versions.Waits
+	}
+	if c.Chaos {
+		fences = []bool{false, true}
+	}
+	var vs []versions.Variant
+	for _, w := range waits {
+		for _, f := range fences {
+			vs = append(vs, versions.Variant{Wait: w, Fence: f})
+		}
+	}
+	return vs
+}
+
+// handler builds the versions, the sale service and the HTTP routes.
+func handler(cfg config, deps versions.Deps, rdb *redis.Client, mx *metrics.Metrics, log *slog.Logger) http.Handler {
 	svc := sale.New(rdb, sale.Options{Key: cfg.Key, Work: cfg.Work, AcquireTimeout: cfg.AcquireTimeout, Observer: mx})
 	ready := func(ctx context.Context) error {
 		if err := rdb.Ping(ctx).Err(); err != nil {
@@ -124,31 +126,33 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 		}
 		return nil
 	}
-	srv := &http.Server{
-		Handler: server.New(server.Config{
-			Seller: svc, Methods: waits[cfg.Wait], Waits: waits, Wait: cfg.Wait, Names: versions.Names(), Lock: cfg.Lock,
-			Override: cfg.LockOverride, Replica: cfg.Name, AdminToken: cfg.AdminToken, Chaos: cfg.Chaos,
-			Settings: map[string]string{"lock": cfg.Lock, "ttl": cfg.TTL.String(), "retry": cfg.Retry.String(),
-				"redlock_retry": cfg.RedlockRetry.String(), "wait": cfg.Wait, "work": cfg.Work.String(), "acquire_timeout": cfg.AcquireTimeout.String(),
-				"fence": strconv.FormatBool(cfg.Fence), "chaos": strconv.FormatBool(cfg.Chaos)},
-			Ready: ready, Log: log, Recorder: mx, Metrics: mx.Handler(),
-		}),
-		ReadHeaderTimeout: 5 * time.Second,
-	}
+	return server.New(server.Config{
+		Seller: svc, Versions: versions.BuildAll(deps, cfg.variants()), Default: versions.Variant{Wait: cfg.Wait, Fence: cfg.Fence},
+		Names: versions.Names(), Lock: cfg.Lock, LockKey: cfg.LockKey, Override: cfg.LockOverride, Replica: cfg.Name,
+		AdminToken: cfg.AdminToken, Chaos: cfg.Chaos, Settings: cfg.settings(), Ready: ready, Log: log,
+		Recorder: mx, Metrics: mx.Handler(),
+	})
+}
 
+// settings are the lock settings /healthz reports.
+func (c config) settings() map[string]string {
+	return map[string]string{"lock": c.Lock, "ttl": c.TTL.String(), "retry": c.Retry.String(),
+		"redlock_retry": c.RedlockRetry.String(), "wait": c.Wait, "work": c.Work.String(), "acquire_timeout": c.AcquireTimeout.String(),
+		"fence": strconv.FormatBool(c.Fence), "chaos": strconv.FormatBool(c.Chaos)}
+}
+
+// serveUntil serves on ln until ctx ends, then shuts down, giving in-flight
+// sales up to grace to finish.
+func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info("serving", "addr", ln.Addr().String(), "lock", cfg.Lock, "lock_override", cfg.LockOverride,
-		"redis", cfg.Redis, "redlock", cfg.Redlock, "ttl", cfg.TTL.String(), "retry", cfg.Retry.String(), "redlock_retry", cfg.RedlockRetry.String(), "wait", cfg.Wait, "work", cfg.Work.String())
-
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: finishing in-flight sales")
-	// Long enough for a sale that is waiting for its lock and then working.
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.AcquireTimeout+cfg.Work+5*time.Second)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)

@@ -23,10 +23,10 @@ fi
 
 started=0
 if ! curl -fsS "$url" >/dev/null 2>&1; then
-  bash deploy/local/cluster.sh up
+  go run ./cmd/cluster up
   started=1
 fi
-cleanup() { if [ $started = 1 ]; then bash deploy/local/cluster.sh down; fi; }
+cleanup() { if [ $started = 1 ]; then go run ./cmd/cluster down; fi; }
 trap cleanup EXIT
 
 go build -o "${RUN_DIR:-$root/.run}/bin/loadtest" ./loadtest

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/locklab/locklab/internal/api"
 	"github.com/valyala/fasthttp"
 )
 
@@ -80,58 +81,74 @@ type Latency struct {
 	Max float64 `json:"max"`
 }
 
-// Run runs the load test for one version (lock; empty in plain mode).
+// Run runs the load test for one version (lock; empty in plain mode): set
+// the stock, fire the requests, read the stock back.
 func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
 	if cfg.Requests < 1 || cfg.Concurrency < 1 {
 		return Result{}, errors.New("loadtest: requests and concurrency must be >= 1")
 	}
-	res := Result{Lock: lock, Wait: cfg.Wait, Requests: cfg.Requests, Concurrency: cfg.Concurrency,
-		FailedBy: map[string]int{}, Replicas: map[string]int{}}
+	res := Result{Lock: lock, Wait: cfg.Wait, Concurrency: cfg.Concurrency, FailedBy: map[string]int{}, Replicas: map[string]int{}}
 	target, stockURL := cfg.URL, ""
 	if !cfg.Plain {
 		var err error
-		if stockURL, err = toStockURL(cfg.URL); err != nil {
-			return res, err
-		}
-		if err := cfg.setStock(stockURL, cfg.Stock); err != nil {
-			return res, err
-		}
-		if res.StockBefore, err = cfg.stock(stockURL); err != nil {
-			return res, err
-		}
-		if target, err = withLock(cfg.URL, lock, cfg.Wait); err != nil {
+		if target, stockURL, res.StockBefore, err = cfg.prepare(lock); err != nil {
 			return res, err
 		}
 	}
+	hist, elapsed := cfg.fireAll(ctx, target, &res)
+	res.summarise(hist, elapsed)
+	if !cfg.Plain {
+		// Read even after an interrupted run: what it did to the stock counts.
+		after, err := cfg.stock(stockURL)
+		if err != nil {
+			return res, err
+		}
+		res.StockAfter = after
+		res.Oversold = int64(res.Sold) - (res.StockBefore - after)
+		res.BeyondStock = max(0, int64(res.Sold)-res.StockBefore)
+	}
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("loadtest: stopped: %w", err)
+	}
+	return res, nil
+}
 
+// prepare sets the stock and returns the sale URL for lock, the stock URL,
+// and the stock as read back.
+func (cfg Config) prepare(lock string) (target, stockURL string, before int64, err error) {
+	if stockURL, err = Sibling(cfg.URL, "stock"); err != nil {
+		return "", "", 0, err
+	}
+	if err := cfg.setStock(stockURL, cfg.Stock); err != nil {
+		return "", "", 0, err
+	}
+	if before, err = cfg.stock(stockURL); err != nil {
+		return "", "", 0, err
+	}
+	target, err = withLock(cfg.URL, lock, cfg.Wait)
+	return target, stockURL, before, err
+}
+
+// fireAll sends up to cfg.Requests requests to target over cfg.Concurrency
+// workers (for at most cfg.Duration when set), tallies the replies into res,
+// and returns the latencies and the time it took.
+func (cfg Config) fireAll(ctx context.Context, target string, res *Result) (*hdrhistogram.Histogram, time.Duration) {
 	var (
 		next    atomic.Int64
+		stopped atomic.Bool
 		mu      sync.Mutex
-		hist    = hdrhistogram.New(1, int64(5*time.Minute/time.Microsecond), 3)
 		wg      sync.WaitGroup
+		hist    = newHistogram()
 		started = time.Now()
-		stop    <-chan time.Time
 	)
 	if cfg.Duration > 0 {
-		t := time.NewTimer(cfg.Duration)
+		t := time.AfterFunc(cfg.Duration, func() { stopped.Store(true) })
 		defer t.Stop()
-		stop = t.C
 	}
-	var stopped atomic.Bool
-	finished := make(chan struct{})
-	defer close(finished)
-	go func() {
-		select {
-		case <-stop:
-			stopped.Store(true)
-		case <-finished:
-		}
-	}()
 	for range cfg.Concurrency {
 		wg.Go(func() {
-			local := hdrhistogram.New(1, int64(5*time.Minute/time.Microsecond), 3)
-			var tally Result
-			tally.FailedBy, tally.Replicas = map[string]int{}, map[string]int{}
+			local := newHistogram()
+			tally := Result{FailedBy: map[string]int{}, Replicas: map[string]int{}}
 			for !stopped.Load() && next.Add(1) <= int64(cfg.Requests) && ctx.Err() == nil {
 				t0 := time.Now()
 				cfg.fire(target, &tally)
@@ -147,28 +164,22 @@ func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(started)
-	res.Requests = res.Sold + res.SoldOut + res.Fenced + res.Failed
-	res.Seconds = elapsed.Seconds()
-	res.SalesPerSec = float64(res.Sold) / res.Seconds
-	res.RequestsPerSec = float64(res.Sold+res.SoldOut+res.Fenced+res.Failed) / res.Seconds
+	return hist, time.Since(started)
+}
+
+func newHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, int64(5*time.Minute/time.Microsecond), 3)
+}
+
+// summarise fills in the totals, rates and latency percentiles.
+func (r *Result) summarise(hist *hdrhistogram.Histogram, elapsed time.Duration) {
+	r.Requests = r.Sold + r.SoldOut + r.Fenced + r.Failed
+	r.Seconds = elapsed.Seconds()
+	r.SalesPerSec = float64(r.Sold) / r.Seconds
+	r.RequestsPerSec = float64(r.Requests) / r.Seconds
 	ms := func(us int64) float64 { return float64(us) / 1000 }
-	res.Latency = Latency{P50: ms(hist.ValueAtQuantile(50)), P90: ms(hist.ValueAtQuantile(90)),
+	r.Latency = Latency{P50: ms(hist.ValueAtQuantile(50)), P90: ms(hist.ValueAtQuantile(90)),
 		P99: ms(hist.ValueAtQuantile(99)), Max: ms(hist.Max())}
-	if !cfg.Plain {
-		// Read even after an interrupted run: what it did to the stock counts.
-		after, err := cfg.stock(stockURL)
-		if err != nil {
-			return res, err
-		}
-		res.StockAfter = after
-		res.Oversold = int64(res.Sold) - (res.StockBefore - after)
-		res.BeyondStock = max(0, int64(res.Sold)-res.StockBefore)
-	}
-	if err := ctx.Err(); err != nil {
-		return res, fmt.Errorf("loadtest: stopped: %w", err)
-	}
-	return res, nil
 }
 
 func (r *Result) add(o Result) {
@@ -200,27 +211,24 @@ func (cfg Config) fire(target string, tally *Result) {
 		tally.FailedBy["transport"]++
 		return
 	}
-	var body struct {
-		Replica string `json:"replica"`
-		Warning string `json:"warning"`
-	}
+	var body api.Sale
 	_ = json.Unmarshal(resp.Body(), &body) // a reply that is not JSON only lacks its replica
 	if body.Replica != "" {
 		tally.Replicas[body.Replica]++
 	}
-	switch code := resp.StatusCode(); code {
-	case http.StatusOK:
+	switch api.Outcome(resp.StatusCode(), body) {
+	case api.Sold:
 		tally.Sold++
 		if body.Warning != "" {
 			tally.LeaseWarnings++
 		}
-	case http.StatusConflict:
+	case api.SoldOut:
 		tally.SoldOut++
-	case http.StatusPreconditionFailed:
+	case api.Fenced:
 		tally.Fenced++
 	default:
 		tally.Failed++
-		tally.FailedBy[strconv.Itoa(code)]++
+		tally.FailedBy[strconv.Itoa(resp.StatusCode())]++
 	}
 }
 
@@ -228,29 +236,23 @@ func (cfg Config) fire(target string, tally *Result) {
 // service would sensibly use, so the service, not the load test, gives up.
 const requestTimeout = 2 * time.Minute
 
-// Settings reads the lock settings a replica reports on /healthz (next to
-// the /sale endpoint), for the report: what the figures were measured against.
-func Settings(cfg Config) (replica string, settings map[string]string, err error) {
+// Health reads what a replica reports on /healthz (next to the /sale
+// endpoint): its keys and lock settings, what the figures were measured against.
+func Health(cfg Config) (api.Health, error) {
+	var h api.Health
 	healthURL, err := Sibling(cfg.URL, "healthz")
 	if err != nil {
-		return "", nil, err
+		return h, err
 	}
 	raw, err := cfg.do(http.MethodGet, healthURL, nil)
 	if err != nil {
-		return "", nil, err
+		return h, err
 	}
-	var body struct {
-		Replica  string            `json:"replica"`
-		Settings map[string]string `json:"settings"`
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return h, fmt.Errorf("loadtest: %s: %w", healthURL, err)
 	}
-	if err := json.Unmarshal(raw, &body); err != nil {
-		return "", nil, fmt.Errorf("loadtest: %s: %w", healthURL, err)
-	}
-	return body.Replica, body.Settings, nil
+	return h, nil
 }
-
-// toStockURL turns .../sale into .../stock.
-func toStockURL(saleURL string) (string, error) { return Sibling(saleURL, "stock") }
 
 // Sibling turns the service's .../sale endpoint into its .../NAME neighbour.
 func Sibling(saleURL, name string) (string, error) {
@@ -281,7 +283,7 @@ func withLock(saleURL, lock, wait string) (string, error) {
 }
 
 func (cfg Config) setStock(stockURL string, n int64) error {
-	body, _ := json.Marshal(map[string]int64{"stock": n})
+	body, _ := json.Marshal(api.SetStock{Stock: &n})
 	_, err := cfg.do(http.MethodPut, stockURL, body)
 	return err
 }
@@ -291,13 +293,11 @@ func (cfg Config) stock(stockURL string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var body struct {
-		Stock *int64 `json:"stock"`
-	}
-	if err := json.Unmarshal(raw, &body); err != nil || body.Stock == nil {
+	var body api.Stock
+	if err := json.Unmarshal(raw, &body); err != nil || body.Key == "" {
 		return 0, fmt.Errorf("loadtest: GET %s: unexpected reply %q", stockURL, raw)
 	}
-	return *body.Stock, nil
+	return body.Stock, nil
 }
 
 // do sends an admin request and wants a 200.

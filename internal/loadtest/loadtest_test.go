@@ -22,11 +22,11 @@ func service(t *testing.T) string {
 	t.Helper()
 	srv := redistest.Start(t)
 	log := slog.New(slog.DiscardHandler)
-	methods, _, stop := versions.Build(versions.Deps{Redis: srv.Client(), Redlock: []redis.UniversalClient{srv.Client()},
-		LockKey: "lock", TTL: 20 * time.Second, Retry: time.Millisecond, RedlockRetry: time.Millisecond, Log: log})
-	t.Cleanup(stop)
-	svc := sale.New(srv.Client(), sale.Options{Key: "inventory:001", AcquireTimeout: 10 * time.Second})
-	ts := httptest.NewServer(server.New(server.Config{Seller: svc, Methods: methods, Names: versions.Names(),
+	poll := versions.Variant{Wait: "poll"}
+	all := versions.BuildAll(versions.Deps{Redis: srv.Client(), Redlock: []redis.UniversalClient{srv.Client()},
+		LockKey: "lock", Retry: time.Millisecond, RedlockRetry: time.Millisecond}, []versions.Variant{poll})
+	svc := sale.New(srv.Client(), sale.Options{})
+	ts := httptest.NewServer(server.New(server.Config{Seller: svc, Versions: all, Default: poll, Names: versions.Names(),
 		Lock: "v1", Override: true, Replica: "r1", Log: log, Ready: func(context.Context) error { return nil }}))
 	t.Cleanup(ts.Close)
 	return ts.URL

@@ -14,27 +14,32 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/lease"
+	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/redis/go-redis/v9"
 )
 
-// Guard is the lock interface under test (sale.Guard's shape).
-type Guard interface {
-	Acquire(ctx context.Context, owner string) (release func(context.Context) error, err error)
+// Locker is a lock under test, its waiting composed (sale.Locker's shape).
+type Locker interface {
+	Acquire(ctx context.Context, owner string) (lease.Lease, error)
 }
+
+// Poll is g waiting by polling every millisecond: a guard under test.
+func Poll(g retry.Guard) Locker { return retry.Poll(g, time.Millisecond, nil) }
 
 // Exclusion runs workers goroutines on each of the two guards, each doing
 // rounds read-modify-write increments of a counter in rdb under the lock, with
 // a pause between the read and the write so that any overlap loses an update.
 // It fails the test unless the final count is exact and no two holders ever
 // overlapped.
-func Exclusion(t *testing.T, rdb *redis.Client, a, b Guard) {
+func Exclusion(t *testing.T, rdb *redis.Client, a, b Locker) {
 	t.Helper()
 	if err := exclusion(rdb, "locktest:counter:"+t.Name(), a, b); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func exclusion(rdb *redis.Client, counter string, a, b Guard) error {
+func exclusion(rdb *redis.Client, counter string, a, b Locker) error {
 	const workers, rounds = 4, 15
 	ctx := context.Background()
 	if err := rdb.Del(ctx, counter).Err(); err != nil {
@@ -43,7 +48,7 @@ func exclusion(rdb *redis.Client, counter string, a, b Guard) error {
 	var holders, maxHolders atomic.Int32
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*workers)
-	for gi, g := range []Guard{a, b} {
+	for gi, g := range []Locker{a, b} {
 		for w := range workers {
 			wg.Go(func() {
 				for r := range rounds {
@@ -71,10 +76,10 @@ func exclusion(rdb *redis.Client, counter string, a, b Guard) error {
 	return nil
 }
 
-func increment(ctx context.Context, rdb *redis.Client, g Guard, owner, counter string, holders, maxHolders *atomic.Int32) error {
+func increment(ctx context.Context, rdb *redis.Client, g Locker, owner, counter string, holders, maxHolders *atomic.Int32) error {
 	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	release, err := g.Acquire(actx, owner)
+	l, err := g.Acquire(actx, owner)
 	if err != nil {
 		return fmt.Errorf("acquire %s: %w", owner, err)
 	}
@@ -90,7 +95,7 @@ func increment(ctx context.Context, rdb *redis.Client, g Guard, owner, counter s
 		return err
 	}
 	holders.Add(-1)
-	if err := release(ctx); err != nil {
+	if err := l.Release(ctx); err != nil {
 		return fmt.Errorf("release %s: %w", owner, err)
 	}
 	return nil
@@ -100,7 +105,7 @@ func increment(ctx context.Context, rdb *redis.Client, g Guard, owner, counter s
 // each grant their lock at the same time, both holders read the counter, then
 // both write it, and two increments leave it at 1. It fails the test if the
 // second guard makes its caller wait or the update is not lost.
-func LostUpdate(t *testing.T, rdb *redis.Client, a, b Guard) {
+func LostUpdate(t *testing.T, rdb *redis.Client, a, b Locker) {
 	t.Helper()
 	ctx := context.Background()
 	counter := "locktest:lost:" + t.Name()
@@ -108,15 +113,15 @@ func LostUpdate(t *testing.T, rdb *redis.Client, a, b Guard) {
 		t.Fatal(err)
 	}
 	var reads [2]int
-	var releases [2]func(context.Context) error
-	for i, g := range []Guard{a, b} {
+	var leases [2]lease.Lease
+	for i, g := range []Locker{a, b} {
 		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		release, err := g.Acquire(actx, "owner"+strconv.Itoa(i))
+		l, err := g.Acquire(actx, "owner"+strconv.Itoa(i))
 		cancel()
 		if err != nil {
 			t.Fatalf("guard %d did not grant its lock while the other guard's was held: %v", i, err)
 		}
-		releases[i] = release
+		leases[i] = l
 		if reads[i], err = rdb.Get(ctx, counter).Int(); err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +130,7 @@ func LostUpdate(t *testing.T, rdb *redis.Client, a, b Guard) {
 		if err := rdb.Set(ctx, counter, reads[i]+1, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if err := releases[i](ctx); err != nil {
+		if err := leases[i].Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -134,26 +139,22 @@ func LostUpdate(t *testing.T, rdb *redis.Client, a, b Guard) {
 	}
 }
 
-// FencedGuard is a Guard that hands out fencing tokens (sale.FencedGuard's shape).
-type FencedGuard interface {
-	AcquireFenced(ctx context.Context, owner string) (release func(context.Context) error, token int64, err error)
-}
-
-// Tokens asserts that successive holders of g get strictly increasing tokens.
-func Tokens(t *testing.T, g FencedGuard) {
+// Tokens asserts that successive holders of g get strictly increasing
+// fencing tokens.
+func Tokens(t *testing.T, g Locker) {
 	t.Helper()
 	ctx := context.Background()
 	var last int64
 	for i := range 5 {
-		release, token, err := g.AcquireFenced(ctx, "owner"+strconv.Itoa(i))
+		l, err := g.Acquire(ctx, "owner"+strconv.Itoa(i))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if token <= last {
-			t.Fatalf("holder %d got token %d after %d; tokens must grow", i, token, last)
+		if l.Token() <= last {
+			t.Fatalf("holder %d got token %d after %d; tokens must grow", i, l.Token(), last)
 		}
-		last = token
-		if err := release(ctx); err != nil {
+		last = l.Token()
+		if err := l.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

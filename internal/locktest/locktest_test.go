@@ -3,6 +3,7 @@ package locktest
 import (
 	"testing"
 
+	"github.com/locklab/locklab/internal/locks/retry"
 	mutex "github.com/locklab/locklab/internal/locks/v1_mutex"
 	"github.com/locklab/locklab/internal/redistest"
 )
@@ -11,7 +12,7 @@ import (
 // mutexes stand for two replicas, each locking only itself.
 func TestExclusionCatchesOverlap(t *testing.T) {
 	rdb := redistest.Start(t).Client()
-	if err := exclusion(rdb, "locktest:self", mutex.New(), mutex.New()); err == nil {
+	if err := exclusion(rdb, "locktest:self", retry.Local(mutex.New(), nil), retry.Local(mutex.New(), nil)); err == nil {
 		t.Fatal("exclusion passed two independent mutexes; it must report the overlap")
 	}
 }

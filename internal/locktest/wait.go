@@ -24,13 +24,13 @@ func WaitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 
 // Waits asserts that owner's Acquire on g, made while the lock is held, waits
 // until its deadline (30ms) instead of being granted or failing.
-func Waits(t *testing.T, g Guard, owner string) {
+func Waits(t *testing.T, g Locker, owner string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
-	if release, err := g.Acquire(ctx, owner); !errors.Is(err, context.DeadlineExceeded) {
+	if l, err := g.Acquire(ctx, owner); !errors.Is(err, context.DeadlineExceeded) {
 		if err == nil {
-			_ = release(context.Background())
+			_ = l.Release(context.Background())
 		}
 		t.Fatalf("Acquire by %q while the lock is held: err = %v, want context.DeadlineExceeded", owner, err)
 	}
@@ -38,7 +38,7 @@ func Waits(t *testing.T, g Guard, owner string) {
 
 // Successor waits until key has expired in rdb (the holder's lease ran out),
 // then takes the lock on g as owner: the next holder walking in.
-func Successor(t *testing.T, rdb *redis.Client, key string, g Guard, owner string) {
+func Successor(t *testing.T, rdb *redis.Client, key string, g Locker, owner string) {
 	t.Helper()
 	ctx := context.Background()
 	WaitFor(t, 5*time.Second, "the holder's lease to expire", func() bool { return rdb.Exists(ctx, key).Val() == 0 })

@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/sale"
+	"github.com/locklab/locklab/internal/versions"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -22,6 +24,8 @@ type Metrics struct {
 	acquire  *prometheus.HistogramVec
 	attempts *prometheus.HistogramVec
 	hold     *prometheus.HistogramVec
+	renewals prometheus.Counter
+	lost     prometheus.Counter
 }
 
 // New returns the metrics, with the Go runtime's and the process's own.
@@ -53,8 +57,12 @@ func New() *Metrics {
 			// 50 us (less than one round trip) to 30 s (past the default -ttl).
 			Buckets: prometheus.ExponentialBucketsRange(0.00005, 30, 20),
 		}, []string{"lock", "wait"}),
+		renewals: prometheus.NewCounter(prometheus.CounterOpts{Name: "locklab_watchdog_renewals_total",
+			Help: "Leases v8's watchdogs renewed."}),
+		lost: prometheus.NewCounter(prometheus.CounterOpts{Name: "locklab_watchdog_lost_leases_total",
+			Help: "Leases a v8 watchdog found gone (or could not renew for longer than the lease) while its owner still worked."}),
 	}
-	m.reg.MustRegister(m.sales, m.fenced, m.acquire, m.attempts, m.hold,
+	m.reg.MustRegister(m.sales, m.fenced, m.acquire, m.attempts, m.hold, m.renewals, m.lost,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -65,15 +73,17 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // Acquired records one acquisition (sale.Observer).
-func (m *Metrics) Acquired(meth sale.Method, took time.Duration, attempts int, err error) {
+func (m *Metrics) Acquired(meth sale.Method, took time.Duration, err error) {
 	result := "obtained"
 	if err != nil {
 		result = "failed"
 	}
 	m.acquire.WithLabelValues(meth.Name, meth.Wait, result).Observe(took.Seconds())
-	if attempts > 0 {
-		m.attempts.WithLabelValues(meth.Name, meth.Wait).Observe(float64(attempts))
-	}
+}
+
+// Attempts records how many attempts one acquisition made (versions.Observer).
+func (m *Metrics) Attempts(lock, wait string, n int) {
+	m.attempts.WithLabelValues(lock, wait).Observe(float64(n))
 }
 
 // Held records how long one sale held its lock (sale.Observer).
@@ -81,32 +91,21 @@ func (m *Metrics) Held(meth sale.Method, held time.Duration) {
 	m.hold.WithLabelValues(meth.Name, meth.Wait).Observe(held.Seconds())
 }
 
+// Renewed counts one renewal by a v8 watchdog (versions.Observer).
+func (m *Metrics) Renewed() { m.renewals.Inc() }
+
+// LeaseLost counts one lease a v8 watchdog found lost (versions.Observer).
+func (m *Metrics) LeaseLost() { m.lost.Inc() }
+
 // Sale records one sale request's outcome: "sold" or the reply's error code.
 func (m *Metrics) Sale(meth sale.Method, outcome string) {
 	m.sales.WithLabelValues(meth.Name, meth.Wait, outcome).Inc()
-	if outcome == "fenced" {
+	if outcome == api.CodeFenced {
 		m.fenced.WithLabelValues(meth.Name).Inc()
 	}
 }
 
-// Watchdog exports v8's watchdog counters, read when scraped: renewals and
-// lost leases, summed over the functions given (one per v8 guard).
-func (m *Metrics) Watchdog(renewals, lost []func() int64) {
-	sum := func(fs []func() int64) func() float64 {
-		return func() float64 {
-			var n int64
-			for _, f := range fs {
-				n += f()
-			}
-			return float64(n)
-		}
-	}
-	m.reg.MustRegister(
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "locklab_watchdog_renewals_total",
-			Help: "Leases v8's watchdogs renewed."}, sum(renewals)),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "locklab_watchdog_lost_leases_total",
-			Help: "Leases a v8 watchdog found gone while its owner still worked."}, sum(lost)),
-	)
-}
-
-var _ sale.Observer = (*Metrics)(nil)
+var (
+	_ sale.Observer     = (*Metrics)(nil)
+	_ versions.Observer = (*Metrics)(nil)
+)

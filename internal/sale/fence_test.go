@@ -3,10 +3,15 @@ package sale_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/lease"
+	"github.com/locklab/locklab/internal/locks/retry"
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
+	reentrant "github.com/locklab/locklab/internal/locks/v7_reentrant"
+	watchdog "github.com/locklab/locklab/internal/locks/v8_watchdog"
 	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/locklab/locklab/internal/sale"
@@ -37,7 +42,7 @@ func pauseHolder(t *testing.T, fenced bool) (stockAfter int, errA error) {
 	rdb := redistest.Start(t).Client()
 	setStock(t, rdb, 10)
 	const lease = 50 * time.Millisecond
-	m := sale.Method{Name: "v6", Guard: lua.New(rdb, "lock", lease, time.Millisecond), Fence: fenced}
+	m := sale.Method{Name: "v6", Lock: locktest.Poll(lua.New(rdb, lua.Options{Key: "lock", TTL: lease, Fence: fenced})), Fenced: fenced}
 	f := &freezer{Client: rdb, frozen: make(chan struct{}), thaw: make(chan struct{})}
 	a := sale.New(f, sale.Options{Key: key, AcquireTimeout: time.Second})
 	b := sale.New(rdb, sale.Options{Key: key, AcquireTimeout: 5 * time.Second})
@@ -76,18 +81,55 @@ func TestPauseHolderIsFenced(t *testing.T) {
 	}
 }
 
-// A guard that cannot fence is refused clearly, not silently unfenced.
-func TestFenceNeedsAFencedGuard(t *testing.T) {
-	rdb := redistest.Start(t).Client()
-	setStock(t, rdb, 1)
-	_, err := newService(rdb, time.Second).Sell(context.Background(), sale.Method{Name: "x", Guard: noFence{}, Fence: true})
-	if err == nil || stock(t, rdb) != 1 {
-		t.Fatalf("err %v, stock %d; want an error and the stock untouched", err, stock(t, rdb))
-	}
+// onRead wraps the real client: after the stock's GET returns, it runs after
+// (once), while the sale is between its read and its write.
+type onRead struct {
+	sale.Client
+	after func()
+	once  sync.Once
 }
 
-type noFence struct{}
+func (o *onRead) Get(ctx context.Context, k string) *redis.StringCmd {
+	cmd := o.Client.Get(ctx, k)
+	o.once.Do(o.after)
+	return cmd
+}
 
-func (noFence) Acquire(context.Context, string) (func(context.Context) error, error) {
-	return func(context.Context) error { return nil }, nil
+// The lock's key vanishes while the sale works (a node that forgot it). v8's
+// watchdog finds the lease gone and closes Lost: the sale stops before its
+// write. v7 has no watchdog, never learns, and writes anyway.
+func TestLostLeaseStopsTheWrite(t *testing.T) {
+	for name, tc := range map[string]struct {
+		guard func(*redis.Client) retry.Guard
+		lost  bool
+	}{
+		"v8": {func(rdb *redis.Client) retry.Guard {
+			return watchdog.New(rdb, reentrant.Options{Key: "lock", TTL: 90 * time.Millisecond}, nil, nil)
+		}, true},
+		"v7": {func(rdb *redis.Client) retry.Guard {
+			return reentrant.New(rdb, reentrant.Options{Key: "lock", TTL: 90 * time.Millisecond})
+		}, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rdb := redistest.Start(t).Client()
+			setStock(t, rdb, 5)
+			c := &onRead{Client: rdb, after: func() {
+				if err := rdb.Del(context.Background(), "lock").Err(); err != nil {
+					t.Error(err)
+				}
+			}}
+			// The work (300 ms) outlasts the watchdog's next renewal (30 ms) many times over.
+			svc := sale.New(c, sale.Options{Key: key, Work: 300 * time.Millisecond, AcquireTimeout: time.Second})
+			res, err := svc.Sell(context.Background(), sale.Method{Name: name, Lock: locktest.Poll(tc.guard(rdb)), Nested: true})
+			if tc.lost {
+				if !errors.Is(err, sale.ErrLeaseLost) || stock(t, rdb) != 5 {
+					t.Fatalf("err %v, stock %d; want ErrLeaseLost and the stock untouched", err, stock(t, rdb))
+				}
+				return
+			}
+			if err != nil || stock(t, rdb) != 4 || !errors.Is(res.ReleaseErr, lease.ErrNotHeld) {
+				t.Fatalf("err %v, stock %d, release %v; want the sale written (4) and the release not held", err, stock(t, rdb), res.ReleaseErr)
+			}
+		})
+	}
 }

@@ -14,46 +14,40 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/chaos"
-	"github.com/locklab/locklab/internal/locks/retry"
+	"github.com/locklab/locklab/internal/lease"
 	"github.com/petermattis/goid"
 	"github.com/redis/go-redis/v9"
 )
 
-// Guard is one lock design. Acquire blocks until owner holds the lock or ctx
-// ends, and returns the function that releases it. Passing the owner in (the
-// tutorial's uuid:goroutine-id) is what lets a reentrant guard recognise a
-// nested acquisition by the same caller.
-type Guard interface {
-	Acquire(ctx context.Context, owner string) (release func(context.Context) error, err error)
-}
-
-// FencedGuard is a Guard that can also hand out a fencing token with each
-// acquisition: a number that grows with every new holder.
-type FencedGuard interface {
-	AcquireFenced(ctx context.Context, owner string) (release func(context.Context) error, token int64, err error)
+// Locker is one lock version, its waiting composed (package versions builds
+// them): Acquire waits until owner holds the lock or ctx ends, and returns the
+// lease. Passing the owner in (the tutorial's uuid:goroutine-id) is what lets
+// a reentrant lock recognise a nested acquisition by the same caller.
+type Locker interface {
+	Acquire(ctx context.Context, owner string) (lease.Lease, error)
 }
 
 // Method is how one version sells.
 type Method struct {
 	Name   string
-	Guard  Guard // nil: no lock at all (the baseline), unless Atomic
-	Nested bool  // take the guard twice, nested, as the tutorial's v7 does
-	Atomic bool  // no lock: one Lua script checks and decrements
-	// Fence takes the lock with a fencing token (Guard must be a FencedGuard)
-	// and writes the stock only if no later holder has written.
-	Fence bool
-	// Wait is how the guard waits for a taken lock ("poll", "notify"; empty
+	Lock   Locker // nil: no lock at all (the baseline), unless Atomic
+	Nested bool   // take the lock twice, nested, as the tutorial's v7 does
+	Atomic bool   // no lock: one Lua script checks and decrements
+	// Fenced says that Lock hands out fencing tokens: the stock's write is
+	// then refused for a holder older than the last writer.
+	Fenced bool
+	// Wait is how Lock waits for a taken lock ("poll", "notify"; empty
 	// when it does not wait in Redis), for the metrics.
 	Wait string
 }
 
-// Observer is told of every lock acquisition: the metrics.
+// Observer is told of every lock acquisition and hold: the metrics.
 type Observer interface {
-	// Acquired reports one acquisition of m's guard: how long it took, how
-	// many attempts it made (0 for a guard that does not retry), and its
-	// error, nil when the lock was obtained.
-	Acquired(m Method, took time.Duration, attempts int, err error)
+	// Acquired reports one acquisition of m's lock: how long it took, and
+	// its error, nil when the lock was obtained.
+	Acquired(m Method, took time.Duration, err error)
 	// Held reports how long one sale held m's lock: from the moment it was
 	// obtained to the moment its release returned. Every other sale waits
 	// that long, so it is what bounds a locked sale's throughput.
@@ -75,14 +69,17 @@ var (
 	// fencing token has written since this one took the lock, so this one's
 	// lease had expired. Nothing was sold.
 	ErrFenced = errors.New("sale: write refused, a newer lock holder has written (fenced)")
+	// ErrLeaseLost means the lock was known lost before the write (v8's
+	// watchdog found its lease gone), so the sale stopped: nothing was sold.
+	ErrLeaseLost = errors.New("sale: lock lost before the write, nothing sold")
 )
 
 // Result is one successful sale.
 type Result struct {
 	Remaining int64
 	// ReleaseErr is set when the sale went through but releasing the lock
-	// failed, typically because the lease expired while the sale ran: the
-	// unit is sold, and the lock did not protect it all the way.
+	// failed: the unit is sold. When it wraps lease.ErrNotHeld the lease
+	// expired while the sale ran, and the lock did not protect it all the way.
 	ReleaseErr error
 }
 
@@ -111,12 +108,20 @@ type Options struct {
 	Work time.Duration
 	// AcquireTimeout bounds the wait for the lock (the tutorial waits forever).
 	AcquireTimeout time.Duration
-	// Observer, when set, is told of every acquisition.
+	// Observer, when set, is told of every acquisition and hold.
 	Observer Observer
 }
 
-// New returns a Service over rdb, the stock's Redis.
+// New returns a Service over rdb, the stock's Redis. Zero options are the
+// service's defaults: api.DefaultStockKey, no business time, a 10 s acquire
+// timeout.
 func New(rdb Client, opts Options) *Service {
+	if opts.Key == "" {
+		opts.Key = api.DefaultStockKey
+	}
+	if opts.AcquireTimeout <= 0 {
+		opts.AcquireTimeout = 10 * time.Second
+	}
 	return &Service{
 		rdb:            rdb,
 		key:            opts.Key,
@@ -131,17 +136,18 @@ func New(rdb Client, opts Options) *Service {
 func (s *Service) Key() string { return s.key }
 
 // Sell sells one unit the way m says. It returns ErrSoldOut, ErrLockTimeout,
-// ErrStockMissing, ErrStockCorrupt, a context error when the caller went away,
-// or the Redis error that stopped it; in none of those cases was stock taken.
+// ErrStockMissing, ErrStockCorrupt, ErrFenced, ErrLeaseLost, a context error
+// when the caller went away, or the Redis error that stopped it; in none of
+// those cases was stock taken.
 func (s *Service) Sell(ctx context.Context, m Method) (Result, error) {
 	if m.Atomic {
 		return s.sellAtomic(ctx)
 	}
-	if m.Guard == nil {
-		return s.readCheckWrite(ctx, 0)
+	if m.Lock == nil {
+		return s.readCheckWrite(ctx, nil)
 	}
 	owner := uuid.NewString() + ":" + strconv.FormatInt(goid.Get(), 10)
-	release, token, err := s.acquire(ctx, m, owner)
+	l, err := s.acquire(ctx, m, owner)
 	if err != nil {
 		return Result{}, err
 	}
@@ -150,14 +156,14 @@ func (s *Service) Sell(ctx context.Context, m Method) (Result, error) {
 		defer func() { s.observer.Held(m, time.Since(obtained)) }() // after the release below
 	}
 	if m.Nested {
-		inner, _, err := s.acquire(ctx, m, owner) // a nested hold keeps the outer token
+		inner, err := s.acquire(ctx, m, owner)
 		if err != nil {
-			return Result{}, errors.Join(err, s.release(ctx, release))
+			return Result{}, errors.Join(err, s.release(ctx, l))
 		}
-		release = chain(inner, release)
+		l = nested(inner, l)
 	}
-	res, err := s.readCheckWrite(ctx, token)
-	relErr := s.release(ctx, release)
+	res, err := s.readCheckWrite(ctx, l)
+	relErr := s.release(ctx, l)
 	if err != nil {
 		return Result{}, err
 	}
@@ -165,60 +171,43 @@ func (s *Service) Sell(ctx context.Context, m Method) (Result, error) {
 	return res, nil
 }
 
-// acquire waits for m's guard at most acquireTimeout; with m.Fence it also
-// returns the fencing token (0 otherwise).
-func (s *Service) acquire(ctx context.Context, m Method, owner string) (func(context.Context) error, int64, error) {
+// acquire waits for m's lock at most acquireTimeout.
+func (s *Service) acquire(ctx context.Context, m Method, owner string) (lease.Lease, error) {
 	actx, cancel := context.WithTimeout(ctx, s.acquireTimeout)
 	defer cancel()
-	var (
-		release  func(context.Context) error
-		token    int64
-		err      error
-		attempts int
-		start    = time.Now()
-	)
-	actx = retry.CountAttempts(actx, &attempts)
+	start := time.Now()
+	l, err := m.Lock.Acquire(actx, owner)
 	if s.observer != nil {
-		defer func() { s.observer.Acquired(m, time.Since(start), attempts, err) }()
+		s.observer.Acquired(m, time.Since(start), err)
 	}
-	if m.Fence {
-		fg, ok := m.Guard.(FencedGuard)
-		if !ok {
-			return nil, 0, fmt.Errorf("sale: lock %s cannot hand out fencing tokens", m.Name)
-		}
-		release, token, err = fg.AcquireFenced(actx, owner)
-	} else {
-		release, err = m.Guard.Acquire(actx, owner)
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return nil, fmt.Errorf("%w (%s): %w", ErrLockTimeout, s.acquireTimeout, err)
 	}
-	if err != nil {
-		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-			return nil, 0, fmt.Errorf("%w (%s): %w", ErrLockTimeout, s.acquireTimeout, err)
-		}
-		return nil, 0, err
-	}
-	return release, token, nil
+	return l, err
 }
 
 // release runs even when the request is gone: a lock left behind blocks every
 // other sale until its lease ends (or forever, for v3).
-func (s *Service) release(ctx context.Context, release func(context.Context) error) error {
+func (s *Service) release(ctx context.Context, l lease.Lease) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.releaseTimeout)
 	defer cancel()
-	return release(rctx)
+	return l.Release(rctx)
 }
 
-// chain releases inner, then outer, in that order, keeping both errors.
-func chain(inner, outer func(context.Context) error) func(context.Context) error {
-	return func(ctx context.Context) error {
-		return errors.Join(inner(ctx), outer(ctx))
-	}
+// nested is the outer lease, releasing inner first, then outer, keeping both
+// errors. The outer hold's token and lost signal stand for both.
+func nested(inner, outer lease.Lease) lease.Lease {
+	return lease.WithRelease(outer, func(ctx context.Context) error {
+		return errors.Join(inner.Release(ctx), outer.Release(ctx))
+	})
 }
 
 // readCheckWrite is the tutorial's business step: GET, check, wait out the
-// business time, SET. It is not atomic; only a guard around it makes it safe.
-// With a fencing token (> 0) the write is the fenced script instead of SET:
-// refused if a holder with a newer token has written.
-func (s *Service) readCheckWrite(ctx context.Context, token int64) (Result, error) {
+// business time, SET. It is not atomic; only a lock around it makes it safe.
+// l is the lease it runs under (nil: none). A lease known lost stops it
+// before the write. A fenced lease's token makes the write the fenced script
+// instead of SET: refused if a holder with a newer token has written.
+func (s *Service) readCheckWrite(ctx context.Context, l lease.Lease) (Result, error) {
 	n, err := s.Stock(ctx)
 	if err != nil {
 		return Result{}, err
@@ -239,20 +228,34 @@ func (s *Service) readCheckWrite(ctx context.Context, token int64) (Result, erro
 		case <-t.C:
 		}
 	}
-	if token > 0 {
-		ok, err := fencedWriteScript.Run(ctx, s.rdb, []string{s.key, s.key + ":fence"}, n-1, token).Int()
-		if err != nil {
-			return Result{}, fmt.Errorf("sale: fenced write of stock: %w", err)
-		}
-		if ok == 0 {
-			return Result{}, fmt.Errorf("%w: token %d", ErrFenced, token)
-		}
-		return Result{Remaining: n - 1}, nil
+	if l == nil {
+		return s.write(ctx, n-1)
 	}
-	if err := s.rdb.Set(ctx, s.key, n-1, 0).Err(); err != nil {
+	if lease.IsLost(l) {
+		return Result{}, ErrLeaseLost
+	}
+	if token := l.Token(); token > 0 {
+		return s.fencedWrite(ctx, n-1, token)
+	}
+	return s.write(ctx, n-1)
+}
+
+func (s *Service) write(ctx context.Context, n int64) (Result, error) {
+	if err := s.rdb.Set(ctx, s.key, n, 0).Err(); err != nil {
 		return Result{}, fmt.Errorf("sale: write stock: %w", err)
 	}
-	return Result{Remaining: n - 1}, nil
+	return Result{Remaining: n}, nil
+}
+
+func (s *Service) fencedWrite(ctx context.Context, n, token int64) (Result, error) {
+	ok, err := fencedWriteScript.Run(ctx, s.rdb, []string{s.key, s.key + ":fence"}, n, token).Int()
+	if err != nil {
+		return Result{}, fmt.Errorf("sale: fenced write of stock: %w", err)
+	}
+	if ok == 0 {
+		return Result{}, fmt.Errorf("%w: token %d", ErrFenced, token)
+	}
+	return Result{Remaining: n}, nil
 }
 
 //go:embed fenced_write.lua

@@ -8,9 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/lease"
+	"github.com/locklab/locklab/internal/locks/retry"
 	mutex "github.com/locklab/locklab/internal/locks/v1_mutex"
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
 	reentrant "github.com/locklab/locklab/internal/locks/v7_reentrant"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/redis/go-redis/v9"
@@ -63,9 +66,9 @@ func (b *barrier) Get(ctx context.Context, k string) *redis.StringCmd {
 // Two replicas whose sales overlap both sell, and the stock drops by one:
 // the oversell, with no lock (none) and with a lock per process (v1).
 func TestOverlappingSalesOversell(t *testing.T) {
-	for name, guards := range map[string][2]sale.Guard{
+	for name, locks := range map[string][2]sale.Locker{
 		"none": {nil, nil},
-		"v1":   {mutex.New(), mutex.New()},
+		"v1":   {retry.Local(mutex.New(), nil), retry.Local(mutex.New(), nil)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rdb := redistest.Start(t).Client()
@@ -73,9 +76,9 @@ func TestOverlappingSalesOversell(t *testing.T) {
 			b := newBarrier(rdb, 2)
 			var sold atomic.Int32
 			var wg sync.WaitGroup
-			for _, g := range guards {
+			for _, l := range locks {
 				wg.Go(func() {
-					_, err := newService(b, time.Second).Sell(context.Background(), sale.Method{Name: name, Guard: g})
+					_, err := newService(b, time.Second).Sell(context.Background(), sale.Method{Name: name, Lock: l})
 					if err == nil {
 						sold.Add(1)
 					}
@@ -118,8 +121,7 @@ func TestGuardedAndAtomicSellExactly(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	for name, m := range map[string][2]sale.Method{
-		"v6": {{Guard: lua.New(srv.Client(), "lock", 20*time.Second, time.Millisecond)},
-			{Guard: lua.New(srv.Client(), "lock", 20*time.Second, time.Millisecond)}},
+		"v6": {{Lock: v6(srv.Client(), "lock", 20*time.Second)}, {Lock: v6(srv.Client(), "lock", 20*time.Second)}},
 		"atomic": {{Atomic: true}, {Atomic: true}},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -160,16 +162,21 @@ func TestBadStock(t *testing.T) {
 	}
 }
 
+// v6 is a v6 lock on key, waiting as the tests do.
+func v6(rdb *redis.Client, key string, ttl time.Duration) sale.Locker {
+	return locktest.Poll(lua.New(rdb, lua.Options{Key: key, TTL: ttl}))
+}
+
 func TestLockTimeoutSellsNothing(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	setStock(t, rdb, 5)
-	g := lua.New(rdb, "lock", 20*time.Second, time.Millisecond)
-	release, err := g.Acquire(context.Background(), "someone else")
+	g := v6(rdb, "lock", 20*time.Second)
+	held, err := g.Acquire(context.Background(), "someone else")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer release(context.Background())
-	_, err = newService(rdb, 30*time.Millisecond).Sell(context.Background(), sale.Method{Guard: g})
+	defer held.Release(context.Background())
+	_, err = newService(rdb, 30*time.Millisecond).Sell(context.Background(), sale.Method{Lock: g})
 	if !errors.Is(err, sale.ErrLockTimeout) {
 		t.Fatalf("err = %v, want ErrLockTimeout", err)
 	}
@@ -182,22 +189,22 @@ func TestLockTimeoutSellsNothing(t *testing.T) {
 func TestClientGoneWhileWaiting(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	setStock(t, rdb, 5)
-	g := lua.New(rdb, "lock", 20*time.Second, time.Millisecond)
-	release, err := g.Acquire(context.Background(), "holder")
+	g := v6(rdb, "lock", 20*time.Second)
+	held, err := g.Acquire(context.Background(), "holder")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() {
-		_, err := newService(rdb, 10*time.Second).Sell(ctx, sale.Method{Guard: g})
+		_, err := newService(rdb, 10*time.Second).Sell(ctx, sale.Method{Lock: g})
 		done <- err
 	}()
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) || errors.Is(err, sale.ErrLockTimeout) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
-	if err := release(context.Background()); err != nil {
+	if err := held.Release(context.Background()); err != nil {
 		t.Fatalf("the holder's lock was disturbed: %v", err)
 	}
 	if rdb.Exists(context.Background(), "lock").Val() != 0 {
@@ -212,12 +219,11 @@ func TestNestedAcquisition(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	setStock(t, rdb, 5)
 	svc := newService(rdb, 50*time.Millisecond)
-	v7 := reentrant.New(rdb, reentrant.Options{Key: "lock7", TTL: 20 * time.Second, Retry: time.Millisecond})
-	if res, err := svc.Sell(context.Background(), sale.Method{Guard: v7, Nested: true}); err != nil || res.Remaining != 4 {
+	v7 := locktest.Poll(reentrant.New(rdb, reentrant.Options{Key: "lock7", TTL: 20 * time.Second}))
+	if res, err := svc.Sell(context.Background(), sale.Method{Lock: v7, Nested: true}); err != nil || res.Remaining != 4 {
 		t.Fatalf("v7 nested: remaining %d, err %v; want 4, nil", res.Remaining, err)
 	}
-	v6 := lua.New(rdb, "lock6", 20*time.Second, time.Millisecond)
-	if _, err := svc.Sell(context.Background(), sale.Method{Guard: v6, Nested: true}); !errors.Is(err, sale.ErrLockTimeout) {
+	if _, err := svc.Sell(context.Background(), sale.Method{Lock: v6(rdb, "lock6", 20*time.Second), Nested: true}); !errors.Is(err, sale.ErrLockTimeout) {
 		t.Fatalf("v6 nested: err = %v, want ErrLockTimeout", err)
 	}
 	if stock(t, rdb) != 4 || rdb.Exists(context.Background(), "lock6", "lock7").Val() != 0 {
@@ -231,12 +237,11 @@ func TestLeaseLostDuringWorkIsReported(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	setStock(t, rdb, 5)
 	svc := sale.New(rdb, sale.Options{Key: key, AcquireTimeout: time.Second, Work: 150 * time.Millisecond})
-	g := lua.New(rdb, "lock", 30*time.Millisecond, time.Millisecond)
-	res, err := svc.Sell(context.Background(), sale.Method{Guard: g})
+	res, err := svc.Sell(context.Background(), sale.Method{Lock: v6(rdb, "lock", 30*time.Millisecond)})
 	if err != nil || res.Remaining != 4 {
 		t.Fatalf("remaining %d, err %v; want 4, nil", res.Remaining, err)
 	}
-	if !errors.Is(res.ReleaseErr, lua.ErrNotHeld) {
-		t.Fatalf("ReleaseErr = %v, want lua.ErrNotHeld", res.ReleaseErr)
+	if !errors.Is(res.ReleaseErr, lease.ErrNotHeld) {
+		t.Fatalf("ReleaseErr = %v, want lease.ErrNotHeld", res.ReleaseErr)
 	}
 }

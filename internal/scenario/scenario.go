@@ -16,8 +16,10 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/locklab/locklab/internal/api"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -35,6 +37,7 @@ const (
 	Deadlock         = "waits until its deadline (deadlock)"
 	Clean503         = "clean 503s, stock unchanged"
 	KeepsSelling     = "keeps selling, no oversell"
+	StopsBeforeWrite = "stops before its write, no oversell"
 	Resumes          = "resumes after the lease, no oversell"
 )
 
@@ -42,23 +45,34 @@ const (
 type Env struct {
 	URL        string        // the sale endpoint through nginx, http://localhost/sale
 	AdminToken string        // the fault hooks answer only to it
-	Redis      *redis.Client // the stock's and single-node locks' node, watched, never written
-	LockKey    string        // inventoryRedisLock
-	StockKey   string        // inventory:001
+	Redis      *redis.Client // the stock's and single-node locks' node: watched, and written only to inject a fault
+	LockKey    string        // as the replicas report it on /healthz
+	StockKey   string
 	TTL        time.Duration // the replicas' -ttl (from /healthz)
 	Client     *http.Client
-	// Replicas are two replicas' own /sale endpoints, and Freeze stops (or,
-	// with false, resumes) replica i's process: the local cluster sends
-	// SIGSTOP and SIGCONT. The pause-holder scenarios need them.
-	Replicas [2]string
-	Freeze   func(i int, frozen bool) error
-	// Crash kills replica i (SIGKILL) and returns what starts it again.
-	Crash func(i int) (restart func(context.Context) error, err error)
-	// FreezeStockNode stops (or resumes) the node of the stock and the
-	// single-node locks; CrashSpareNode kills a node only redlock uses and
-	// returns what starts it again. The node-down scenario needs them.
-	FreezeStockNode func(frozen bool) error
-	CrashSpareNode  func() (restart func(context.Context) error, err error)
+	// Replicas are two replicas, each reached directly; StockNode is the
+	// process of the stock's (and single-node locks') Redis node, SpareNode
+	// one only redlock uses. Procs freezes and kills them: the scenarios
+	// that pause, crash or take down a process need it.
+	Replicas             [2]Replica
+	StockNode, SpareNode string
+	Procs                Processes
+}
+
+// Replica is one replica: its process name and its own /sale endpoint.
+type Replica struct {
+	Name, URL string
+}
+
+// Processes controls the cluster's processes by name (the local cluster's
+// package cluster does it with signals).
+type Processes interface {
+	// Freeze stops the process (SIGSTOP: it answers nothing, keeps its
+	// state) or, with frozen false, resumes it.
+	Freeze(name string, frozen bool) error
+	// Kill kills the process, as a crash would, and returns what starts it
+	// again and waits until it answers.
+	Kill(name string) (restart func(context.Context) error, err error)
 }
 
 // Scenario is one fault and what each version is expected to do under it.
@@ -88,6 +102,12 @@ var All = []Scenario{
 		Injected: "one sale's business time (1.5 x TTL) exceeds the lease while another sale comes in",
 		Expect:   map[string]string{"v4": ForeignDelete, "v5": NoForeignDelete, "v6": NoForeignDelete, "v7": NoForeignDelete, "v8": NoOversell},
 		run:      slowHolder,
+	},
+	{
+		Name:     "lost-lease",
+		Injected: "while a slow sale (1.5 x TTL) holds the lock, its key vanishes from the node (a node that forgot it); another sale comes in",
+		Expect:   map[string]string{"v7": Oversell, "v8": StopsBeforeWrite},
+		run:      lostLease,
 	},
 	{
 		Name:     "release-race",
@@ -220,24 +240,24 @@ func releaseRace(ctx context.Context, e Env, lock string) (string, string, error
 // (v3) nobody will ever release it and B waits until its deadline; with one,
 // B gets it once the lease runs out and sells. Replica 1 is started again.
 func crashHolder(ctx context.Context, e Env, lock string) (observed, detail string, err error) {
-	if e.Crash == nil || e.Replicas[0] == "" {
+	if e.Procs == nil {
 		return "", "", errors.New("crash-holder needs process control of the replicas (the local cluster's run directory)")
 	}
 	before, err := e.reset(ctx)
 	if err != nil {
 		return "", "", err
 	}
-	s := e.sellAt(ctx, e.Replicas[0], lock, "hold="+(10*e.TTL).String())
+	s := e.sellAt(ctx, e.Replicas[0].URL, lock, "hold="+(10*e.TTL).String())
 	if err := e.waitLock(ctx, true, 5*time.Second); err != nil {
 		return "", "", fmt.Errorf("the first sale never took the lock: %w", err)
 	}
-	restart, err := e.Crash(0)
+	restart, err := e.Procs.Kill(e.Replicas[0].Name)
 	if err != nil {
 		return "", "", err
 	}
 	defer func() { err = errors.Join(err, restart(ctx)) }() // whatever happens, the replica comes back
 	<-s                                                     // its connection died with the replica
-	rb := <-e.sellAt(ctx, e.Replicas[1], lock, "")
+	rb := <-e.sellAt(ctx, e.Replicas[1].URL, lock, "")
 	if rb.err != nil {
 		return "", "", rb.err
 	}
@@ -246,7 +266,7 @@ func crashHolder(ctx context.Context, e Env, lock string) (observed, detail stri
 	switch {
 	case err != nil:
 		return "", "", err
-	case rb.status == http.StatusServiceUnavailable && rb.code == "lock_timeout":
+	case rb.code == api.CodeLockTimeout:
 		return Deadlock, detail, nil
 	case rb.status == http.StatusOK && oversold == 0:
 		return Resumes, detail, nil
@@ -259,7 +279,7 @@ func crashHolder(ctx context.Context, e Env, lock string) (observed, detail stri
 // node is back); with one of redlock's three nodes dead, ten concurrent sales
 // must still go through on the other two, without oversell.
 func nodeDown(ctx context.Context, e Env, lock string) (observed, detail string, err error) {
-	if e.FreezeStockNode == nil || e.CrashSpareNode == nil {
+	if e.Procs == nil {
 		return "", "", errors.New("node-down needs process control of the Redis nodes (the local cluster's run directory)")
 	}
 	before, err := e.reset(ctx)
@@ -278,7 +298,7 @@ func nodeDown(ctx context.Context, e Env, lock string) (observed, detail string,
 		return replies
 	}
 	if lock == "redlock" {
-		restart, err := e.CrashSpareNode()
+		restart, err := e.Procs.Kill(e.SpareNode)
 		if err != nil {
 			return "", "", err
 		}
@@ -293,18 +313,13 @@ func nodeDown(ctx context.Context, e Env, lock string) (observed, detail string,
 		}
 		return fmt.Sprintf("oversold %d", oversold), detail, nil
 	}
-	if err := e.FreezeStockNode(true); err != nil {
+	thaw, err := e.freeze(e.StockNode)
+	if err != nil {
 		return "", "", err
 	}
-	thawed := false
-	defer func() {
-		if !thawed {
-			err = errors.Join(err, e.FreezeStockNode(false))
-		}
-	}()
+	defer func() { err = errors.Join(err, thaw()) }()
 	replies := fire(5)
-	thawed = true
-	if err := e.FreezeStockNode(false); err != nil {
+	if err := thaw(); err != nil {
 		return "", "", err
 	}
 	after, err := e.Redis.Get(ctx, e.StockKey).Int64()
@@ -313,7 +328,7 @@ func nodeDown(ctx context.Context, e Env, lock string) (observed, detail string,
 	}
 	clean := 0
 	for _, r := range replies {
-		if r.err == nil && r.status == http.StatusServiceUnavailable && r.code == "unavailable" {
+		if r.err == nil && r.code == api.CodeUnavailable {
 			clean++
 		}
 	}
@@ -330,7 +345,7 @@ func nodeDown(ctx context.Context, e Env, lock string) (observed, detail string,
 // read before. Without fencing both sell the same unit; with it the stock
 // refuses S's stale write (412).
 func pauseHolder(ctx context.Context, e Env, lock string, fenced bool) (string, string, error) {
-	if e.Freeze == nil || e.Replicas[0] == "" {
+	if e.Procs == nil {
 		return "", "", errors.New("pause-holder needs process control of the replicas (the local cluster's run directory)")
 	}
 	before, err := e.reset(ctx)
@@ -345,33 +360,19 @@ func pauseHolder(ctx context.Context, e Env, lock string, fenced bool) (string, 
 	if fenced {
 		fence = "1"
 	}
-	s := e.sellAt(ctx, e.Replicas[0], lock, "hold="+(e.TTL/2).String()+"&fence="+fence)
-	if err := e.waitLock(ctx, true, 5*time.Second); err != nil {
-		return "", "", fmt.Errorf("the first sale never took the lock: %w", err)
-	}
-	// Freeze only once S has read the stock: Redis counts the GET.
-	if err := e.waitUntil(ctx, 5*time.Second, func() (bool, error) {
-		n, err := e.getCalls(ctx)
-		return n > reads, err
-	}); err != nil {
-		return "", "", fmt.Errorf("the first sale never read the stock: %w", err)
-	}
-	if err := e.Freeze(0, true); err != nil {
+	s := e.sellAt(ctx, e.Replicas[0].URL, lock, "hold="+(e.TTL/2).String()+"&fence="+fence)
+	if err := e.waitRead(ctx, reads); err != nil {
 		return "", "", err
 	}
-	thawed := false
-	thaw := func() error {
-		if thawed {
-			return nil
-		}
-		thawed = true
-		return e.Freeze(0, false)
+	thaw, err := e.freeze(e.Replicas[0].Name)
+	if err != nil {
+		return "", "", err
 	}
 	defer thaw() // whatever happens, the replica runs again
 	if err := e.waitLock(ctx, false, 3*e.TTL); err != nil {
 		return "", "", fmt.Errorf("the frozen holder's lease never expired: %w", err)
 	}
-	rb := <-e.sellAt(ctx, e.Replicas[1], lock, "fence="+fence)
+	rb := <-e.sellAt(ctx, e.Replicas[1].URL, lock, "fence="+fence)
 	if rb.err != nil {
 		return "", "", rb.err
 	}
@@ -388,10 +389,79 @@ func pauseHolder(ctx context.Context, e Env, lock string, fenced bool) (string, 
 		return "", "", err
 	case oversold > 0:
 		return Oversell, detail, nil
-	case rs.status == http.StatusPreconditionFailed && rs.code == "fenced":
+	case rs.code == api.CodeFenced:
 		return StaleRefused, detail, nil
 	}
 	return NoOversell, detail, nil
+}
+
+// lostLease: S sells with hold 1.5 x TTL. Once S holds the lock and has read
+// the stock, the lock's key vanishes from its node (the scenario deletes it:
+// a node that restarts without persistence, or fails over to a replica that
+// missed the key, forgets it the same way). B then takes the lock and sells.
+// v7 never learns that it lost the lock: S writes what it read, and both sell
+// the same unit. v8's watchdog finds the lease gone at its next renewal
+// (within TTL/3) and closes the lease's Lost channel; the sale checks it
+// before writing, so S stops (503 lease_lost) a whole TTL before its write.
+func lostLease(ctx context.Context, e Env, lock string) (string, string, error) {
+	before, err := e.reset(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	reads, err := e.getCalls(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	s := e.sell(ctx, lock, "hold="+(e.TTL*3/2).String())
+	if err := e.waitRead(ctx, reads); err != nil {
+		return "", "", err
+	}
+	if err := e.Redis.Del(ctx, e.LockKey).Err(); err != nil {
+		return "", "", err
+	}
+	rb := <-e.sell(ctx, lock, "")
+	rs := <-s
+	if err := errors.Join(rb.err, rs.err); err != nil {
+		return "", "", err
+	}
+	oversold, detail, err := e.oversold(ctx, before, rs, rb)
+	switch {
+	case err != nil:
+		return "", "", err
+	case oversold > 0:
+		return Oversell, detail, nil
+	case rs.code == api.CodeLeaseLost && rb.status == http.StatusOK:
+		return StopsBeforeWrite, detail + ", the slow sale answered " + rs.code, nil
+	}
+	return NoOversell, detail, nil
+}
+
+// waitRead waits until the lock is held and the stock's node has served more
+// than reads GETs: the holder has read the stock.
+func (e Env) waitRead(ctx context.Context, reads int64) error {
+	if err := e.waitLock(ctx, true, 5*time.Second); err != nil {
+		return fmt.Errorf("the first sale never took the lock: %w", err)
+	}
+	if err := e.waitUntil(ctx, 5*time.Second, func() (bool, error) {
+		n, err := e.getCalls(ctx)
+		return n > reads, err
+	}); err != nil {
+		return fmt.Errorf("the first sale never read the stock: %w", err)
+	}
+	return nil
+}
+
+// freeze freezes the named process and returns what thaws it, once however
+// often it is called.
+func (e Env) freeze(name string) (thaw func() error, err error) {
+	if err := e.Procs.Freeze(name, true); err != nil {
+		return nil, err
+	}
+	var once sync.Once
+	return func() error {
+		once.Do(func() { err = e.Procs.Freeze(name, false) })
+		return err
+	}, nil
 }
 
 // getCalls is how many GETs the stock's node has served.
@@ -424,7 +494,7 @@ func reentry(ctx context.Context, e Env, lock string) (string, string, error) {
 		return "", "", r.err
 	}
 	switch {
-	case r.status == http.StatusServiceUnavailable && r.code == "lock_timeout":
+	case r.code == api.CodeLockTimeout:
 		return WaitsOnItself, fmt.Sprintf("503 lock_timeout after %s", r.elapsed.Round(time.Millisecond)), nil
 	case r.status == http.StatusOK && r.warning != "" && r.elapsed >= e.TTL:
 		return WaitsOnItself, fmt.Sprintf("waited %s for its own lease (%s) to expire, then sold with the lock lost",
@@ -437,10 +507,10 @@ func reentry(ctx context.Context, e Env, lock string) (string, string, error) {
 
 // reply is one sale's answer.
 type reply struct {
-	status        int
-	code, warning string
-	elapsed       time.Duration
-	err           error
+	status                 int
+	code, warning, outcome string
+	elapsed                time.Duration
+	err                    error
 }
 
 // sell sends POST /sale?lock=LOCK&HOOKS through nginx with the admin token,
@@ -470,10 +540,10 @@ func (e Env) sellAt(ctx context.Context, saleURL, lock, hooks string) <-chan rep
 		}
 		r.elapsed = time.Since(start)
 		defer res.Body.Close()
-		var body struct{ Code, Warning, Error string }
+		var body api.Sale
 		raw, _ := io.ReadAll(res.Body)
 		_ = json.Unmarshal(raw, &body)
-		r.status, r.code, r.warning = res.StatusCode, body.Code, body.Warning
+		r.status, r.code, r.warning, r.outcome = res.StatusCode, body.Code, body.Warning, api.Outcome(res.StatusCode, body)
 		if res.StatusCode == http.StatusBadRequest || res.StatusCode == http.StatusUnauthorized {
 			r.err = fmt.Errorf("scenario: the service refused the fault hook (%d %s): start it with -chaos and the same -admin-token", res.StatusCode, body.Error)
 		}
@@ -529,10 +599,10 @@ func (e Env) oversold(ctx context.Context, before int64, rs ...reply) (int64, st
 	var sold, refused int64
 	var parts []string
 	for _, r := range rs {
-		switch r.status {
-		case http.StatusOK:
+		switch r.outcome {
+		case api.Sold:
 			sold++
-		case http.StatusPreconditionFailed:
+		case api.Fenced:
 			refused++
 		}
 		parts = append(parts, fmt.Sprint(r.status))

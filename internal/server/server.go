@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -21,8 +20,11 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/chaos"
+	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/sale"
+	"github.com/locklab/locklab/internal/versions"
 )
 
 // Seller is the sale service the handlers drive.
@@ -35,21 +37,21 @@ type Seller interface {
 
 // Config holds the handlers' dependencies.
 type Config struct {
-	Seller  Seller
-	Methods map[string]sale.Method // every version by name, waiting the default way
-	Names   []string               // the names, in order, for error messages
-	Lock    string                 // the default version
-	// Waits holds every version built for each way of waiting ("poll",
-	// "notify"), for /sale?wait=WAY with Override; Wait is the default way.
-	Waits map[string]map[string]sale.Method
-	Wait  string
-	// Override lets /sale?lock=NAME choose the version per request, so one
-	// running cluster can be compared across versions.
+	Seller Seller
+	// Versions holds every version built for each variant the service
+	// serves; Default is the variant of a request that asks for none.
+	Versions map[versions.Variant]map[string]sale.Method
+	Default  versions.Variant
+	Names    []string // the version names, in order, for error messages
+	Lock     string   // the default version
+	LockKey  string   // reported by /healthz
+	// Override lets /sale?lock=NAME and ?wait=WAY choose the version and its
+	// wait per request, so one running cluster can be compared across them.
 	Override   bool
 	Replica    string
 	AdminToken string // empty: admin endpoints open
 	// Chaos enables the per-request fault hooks on /sale (hold,
-	// release_pause, nested), for the admin token only.
+	// release_pause, nested, fence), for the admin token only.
 	Chaos    bool
 	Settings map[string]string               // the lock settings, shown by /healthz
 	Ready    func(ctx context.Context) error // nil error: dependencies reachable
@@ -82,102 +84,93 @@ func New(cfg Config) http.Handler {
 		r.Method(http.MethodGet, "/metrics", cfg.Metrics)
 	}
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusNotFound, errorBody{Error: "no such endpoint: " + r.URL.Path, Code: "not_found"})
+		writeError(w, api.CodeNotFound, "no such endpoint: "+r.URL.Path)
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: r.Method + " is not allowed on " + r.URL.Path, Code: "method_not_allowed"})
+		writeError(w, api.CodeNotAllowed, r.Method+" is not allowed on "+r.URL.Path)
 	})
 	return r
 }
 
-type saleReply struct {
-	Sold      bool   `json:"sold"`
-	Remaining *int64 `json:"remaining,omitempty"`
-	Lock      string `json:"lock"`
-	Replica   string `json:"replica"`
-	Error     string `json:"error,omitempty"`
-	Code      string `json:"code,omitempty"`
-	// Warning reports a sale that went through while its lock did not hold to
-	// the end (the lease expired before release): the unit is sold, but
-	// another holder may have overlapped it.
-	Warning string `json:"warning,omitempty"`
-}
-
-type errorBody struct {
-	Error string `json:"error"`
-	Code  string `json:"code"`
-}
-
 func (h *handlers) sale(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	m, cerr := h.choose(q)
-	if cerr != nil {
-		writeJSON(w, cerr.status, errorBody{Error: cerr.msg, Code: cerr.code})
+	ctx, m, rerr := h.choose(r)
+	if rerr != nil {
+		writeError(w, rerr.code, rerr.msg)
 		return
 	}
-	ctx, m, ferr := h.faults(r, q, m)
-	if ferr != nil {
-		writeJSON(w, ferr.status, errorBody{Error: ferr.msg, Code: ferr.code})
-		return
-	}
-
-	name := m.Name
-	reply := saleReply{Lock: name, Replica: h.Replica}
+	reply := api.Sale{Lock: m.Name, Replica: h.Replica}
 	res, err := h.Seller.Sell(ctx, m)
 	if err != nil {
-		status, code := statusOf(err)
+		code := codeOf(err)
 		h.record(m, code)
 		reply.Error, reply.Code = err.Error(), code
-		if code == "sold_out" {
+		if code == api.CodeSoldOut {
 			zero := int64(0)
 			reply.Remaining = &zero
 		} else {
-			h.Log.Warn("sale failed", "lock", name, "status", status, "code", code, "err", err,
+			h.Log.Warn("sale failed", "lock", m.Name, "code", code, "err", err,
 				"request_id", middleware.GetReqID(r.Context()))
 		}
-		if status == http.StatusServiceUnavailable {
-			w.Header().Set("Retry-After", "1")
-		}
-		writeJSON(w, status, reply)
+		writeJSON(w, api.Status(code), reply)
 		return
 	}
-	h.record(m, "sold")
+	h.record(m, api.Sold)
 	reply.Sold, reply.Remaining = true, &res.Remaining
 	if res.ReleaseErr != nil {
-		reply.Warning = "sold, but the lock was not held at release: " + res.ReleaseErr.Error()
-		h.Log.Warn("lock lost before release", "lock", name, "err", res.ReleaseErr,
+		reply.Warning = "sold, but releasing the lock failed: " + res.ReleaseErr.Error()
+		if errors.Is(res.ReleaseErr, lease.ErrNotHeld) {
+			reply.Warning = "sold, but the lock was not held at release: " + res.ReleaseErr.Error()
+		}
+		h.Log.Warn("release failed after a sale", "lock", m.Name, "err", res.ReleaseErr,
 			"request_id", middleware.GetReqID(r.Context()))
 	}
-	h.Log.Debug("sold", "lock", name, "remaining", res.Remaining)
+	h.Log.Debug("sold", "lock", m.Name, "remaining", res.Remaining)
 	writeJSON(w, http.StatusOK, reply)
 }
 
-// choose reads /sale's ?lock=NAME and ?wait=WAY (both need -lock-override)
-// and returns the version to sell with.
-func (h *handlers) choose(q url.Values) (sale.Method, *requestError) {
+// choose reads /sale's query: ?lock=NAME and ?wait=WAY (both need
+// -lock-override), and the fault hooks (see faults). It returns the request's
+// context, carrying the faults, and the version to sell with.
+func (h *handlers) choose(r *http.Request) (context.Context, sale.Method, *requestError) {
+	q := r.URL.Query()
 	for _, p := range []string{"lock", "wait"} {
 		if q.Has(p) && !h.Override {
-			return sale.Method{}, &requestError{http.StatusBadRequest, "override_disabled",
+			return nil, sale.Method{}, &requestError{api.CodeOverrideDisabled,
 				fmt.Sprintf("choosing the %s per request is disabled: start the service with -lock-override", p)}
 		}
 	}
-	name, methods := h.Lock, h.Methods
+	variant, name := h.Default, h.Lock
 	if q.Has("lock") {
 		name = q.Get("lock")
 	}
 	if q.Has("wait") {
-		var ok bool
-		if methods, ok = h.Waits[q.Get("wait")]; !ok {
-			return sale.Method{}, &requestError{http.StatusBadRequest, "unknown_wait",
-				fmt.Sprintf("unknown wait %q: want one of %s", q.Get("wait"), strings.Join(slices.Sorted(maps.Keys(h.Waits)), " "))}
+		variant.Wait = q.Get("wait")
+		if !slices.Contains(versions.Waits, variant.Wait) {
+			return nil, sale.Method{}, &requestError{api.CodeUnknownWait,
+				fmt.Sprintf("unknown wait %q: want one of %s", variant.Wait, strings.Join(versions.Waits, " "))}
 		}
 	}
-	m, ok := methods[name]
+	f, nested, fence, rerr := h.faults(r, q)
+	if rerr != nil {
+		return nil, sale.Method{}, rerr
+	}
+	if fence != nil {
+		variant.Fence = *fence
+	}
+	m, ok := h.Versions[variant][name]
 	if !ok {
-		return sale.Method{}, &requestError{http.StatusBadRequest, "unknown_lock",
+		if _, known := h.Versions[h.Default][name]; known {
+			return nil, sale.Method{}, &requestError{api.CodeBadRequest,
+				fmt.Sprintf("wait %s with fencing %t is not served here", variant.Wait, variant.Fence)}
+		}
+		return nil, sale.Method{}, &requestError{api.CodeUnknownLock,
 			fmt.Sprintf("unknown lock %q: want one of %s", name, strings.Join(h.Names, " "))}
 	}
-	return m, nil
+	if fence != nil && *fence && !m.Fenced {
+		return nil, sale.Method{}, &requestError{api.CodeBadRequest, fmt.Sprintf("lock %s cannot hand out fencing tokens", m.Name)}
+	}
+	m.Nested = m.Nested || nested
+	return chaos.With(r.Context(), f), m, nil
 }
 
 func (h *handlers) record(m sale.Method, outcome string) {
@@ -189,19 +182,19 @@ func (h *handlers) record(m sale.Method, outcome string) {
 // faults reads the fault hooks of a /sale request: hold=DURATION (this sale's
 // business time), release_pause=DURATION (a pause at the release's last moment
 // before it deletes the lock), nested=1 (take the lock twice) and fence=1|0
-// (fencing on or off for this sale, whatever -fence says). They need
-// -chaos and the admin token; a request without them is untouched.
-func (h *handlers) faults(r *http.Request, q url.Values, m sale.Method) (context.Context, sale.Method, *requestError) {
+// (fencing on or off for this sale, whatever -fence says; nil when not
+// asked). They need -chaos and the admin token; a request without them is
+// untouched.
+func (h *handlers) faults(r *http.Request, q url.Values) (f chaos.Faults, nested bool, fence *bool, rerr *requestError) {
 	if !q.Has("hold") && !q.Has("release_pause") && !q.Has("nested") && !q.Has("fence") {
-		return r.Context(), m, nil
+		return f, false, nil, nil
 	}
 	if !h.Chaos {
-		return nil, m, &requestError{http.StatusBadRequest, "chaos_disabled", "fault hooks (hold, release_pause, nested) need the service started with -chaos"}
+		return f, false, nil, &requestError{api.CodeChaosDisabled, "fault hooks (hold, release_pause, nested, fence) need the service started with -chaos"}
 	}
 	if !h.authorized(r) {
-		return nil, m, &requestError{http.StatusUnauthorized, "unauthorized", "fault hooks need the admin token: send Authorization: Bearer <token>"}
+		return f, false, nil, &requestError{api.CodeUnauthorized, "fault hooks need the admin token: send Authorization: Bearer <token>"}
 	}
-	var f chaos.Faults
 	for _, p := range []struct {
 		name string
 		set  func(time.Duration)
@@ -214,64 +207,59 @@ func (h *handlers) faults(r *http.Request, q url.Values, m sale.Method) (context
 		}
 		d, err := time.ParseDuration(q.Get(p.name))
 		if err != nil || d <= 0 || d > maxFault {
-			return nil, m, &requestError{http.StatusBadRequest, "bad_request", fmt.Sprintf("%s=%q: want a duration in (0, %s]", p.name, q.Get(p.name), maxFault)}
+			return f, false, nil, &requestError{api.CodeBadRequest, fmt.Sprintf("%s=%q: want a duration in (0, %s]", p.name, q.Get(p.name), maxFault)}
 		}
 		p.set(d)
 	}
-	if q.Has("nested") {
-		nested, err := strconv.ParseBool(q.Get("nested"))
+	for _, p := range []struct {
+		name string
+		set  func(bool)
+	}{
+		{"nested", func(b bool) { nested = b }},
+		{"fence", func(b bool) { fence = &b }},
+	} {
+		if !q.Has(p.name) {
+			continue
+		}
+		b, err := strconv.ParseBool(q.Get(p.name))
 		if err != nil {
-			return nil, m, &requestError{http.StatusBadRequest, "bad_request", fmt.Sprintf("nested=%q: want 1 or 0", q.Get("nested"))}
+			return f, false, nil, &requestError{api.CodeBadRequest, fmt.Sprintf("%s=%q: want 1 or 0", p.name, q.Get(p.name))}
 		}
-		m.Nested = m.Nested || nested
+		p.set(b)
 	}
-	if q.Has("fence") {
-		fenced, err := strconv.ParseBool(q.Get("fence"))
-		if err != nil {
-			return nil, m, &requestError{http.StatusBadRequest, "bad_request", fmt.Sprintf("fence=%q: want 1 or 0", q.Get("fence"))}
-		}
-		if _, ok := m.Guard.(sale.FencedGuard); fenced && !ok {
-			return nil, m, &requestError{http.StatusBadRequest, "bad_request", fmt.Sprintf("lock %s cannot hand out fencing tokens", m.Name)}
-		}
-		m.Fence = fenced
-	}
-	return chaos.With(r.Context(), f), m, nil
+	return f, nested, fence, nil
 }
 
-// requestError is a request refused before any work: its status, code and message.
+// requestError is a request refused before any work: its code and message.
 type requestError struct {
-	status    int
 	code, msg string
 }
 
 // maxFault bounds a fault hook's duration, so no request can hang a replica.
 const maxFault = 5 * time.Minute
 
-// statusOf is the one table from errors to HTTP statuses.
-func statusOf(err error) (status int, code string) {
+// codeOf names an error of the sale by its code (api.Status gives the
+// HTTP status).
+func codeOf(err error) string {
 	switch {
 	case errors.Is(err, sale.ErrSoldOut):
-		return http.StatusConflict, "sold_out"
+		return api.CodeSoldOut
 	case errors.Is(err, sale.ErrLockTimeout):
-		return http.StatusServiceUnavailable, "lock_timeout"
+		return api.CodeLockTimeout
 	case errors.Is(err, sale.ErrStockMissing):
-		return http.StatusServiceUnavailable, "stock_missing"
+		return api.CodeStockMissing
 	case errors.Is(err, sale.ErrFenced):
-		// Its own status: 409 is "sold out" to every client of this API.
-		return http.StatusPreconditionFailed, "fenced"
+		return api.CodeFenced
+	case errors.Is(err, sale.ErrLeaseLost):
+		return api.CodeLeaseLost
 	case errors.Is(err, sale.ErrStockCorrupt):
-		return http.StatusInternalServerError, "stock_corrupt"
+		return api.CodeStockCorrupt
 	case errors.Is(err, context.Canceled):
-		return 499, "client_gone" // nginx's code for a client that closed the request
+		return api.CodeClientGone
 	default:
 		// Redis or the network: a failed dependency.
-		return http.StatusServiceUnavailable, "unavailable"
+		return api.CodeUnavailable
 	}
-}
-
-type stockBody struct {
-	Key   string `json:"key"`
-	Stock int64  `json:"stock"`
 }
 
 func (h *handlers) stock(w http.ResponseWriter, r *http.Request) {
@@ -280,13 +268,11 @@ func (h *handlers) stock(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, stockBody{Key: h.Seller.Key(), Stock: n})
+	writeJSON(w, http.StatusOK, api.Stock{Key: h.Seller.Key(), Stock: n})
 }
 
 func (h *handlers) setStock(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		Stock *int64 `json:"stock"`
-	}
+	var body api.SetStock
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<10))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(&body)
@@ -295,20 +281,20 @@ func (h *handlers) setStock(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case err != nil:
-		writeJSON(w, http.StatusBadRequest, errorBody{Error: `want {"stock": N} with N a whole number >= 0: ` + err.Error(), Code: "bad_request"})
+		writeError(w, api.CodeBadRequest, `want {"stock": N} with N a whole number >= 0: `+err.Error())
 		return
 	case body.Stock == nil:
-		writeJSON(w, http.StatusBadRequest, errorBody{Error: `want {"stock": N}: "stock" is missing`, Code: "bad_request"})
+		writeError(w, api.CodeBadRequest, `want {"stock": N}: "stock" is missing`)
 		return
 	case *body.Stock < 0:
-		writeJSON(w, http.StatusBadRequest, errorBody{Error: fmt.Sprintf("stock must be >= 0, got %d", *body.Stock), Code: "bad_request"})
+		writeError(w, api.CodeBadRequest, fmt.Sprintf("stock must be >= 0, got %d", *body.Stock))
 		return
 	}
 	if err := h.Seller.SetStock(r.Context(), *body.Stock); err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, stockBody{Key: h.Seller.Key(), Stock: *body.Stock})
+	writeJSON(w, http.StatusOK, api.Stock{Key: h.Seller.Key(), Stock: *body.Stock})
 }
 
 // admin requires the admin token as a bearer token, when one is configured.
@@ -316,27 +302,23 @@ func (h *handlers) admin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h.AdminToken != "" && !h.authorized(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="locklab"`)
-			writeJSON(w, http.StatusUnauthorized, errorBody{Error: "admin token required: send Authorization: Bearer <token>", Code: "unauthorized"})
+			writeError(w, api.CodeUnauthorized, "admin token required: send Authorization: Bearer <token>")
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// healthz also shows the replica's lock settings, so a load test can report
-// what it measured against.
 // authorized reports whether r carries the admin token.
 func (h *handlers) authorized(r *http.Request) bool {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	return ok && h.AdminToken != "" && subtle.ConstantTimeCompare([]byte(got), []byte(h.AdminToken)) == 1
 }
 
+// healthz reports the replica's keys and lock settings, so a load test can
+// report what it measured against and no tool hard-codes a key.
 func (h *handlers) healthz(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, struct {
-		Status   string            `json:"status"`
-		Replica  string            `json:"replica"`
-		Settings map[string]string `json:"settings,omitempty"`
-	}{"ok", h.Replica, h.Settings})
+	writeJSON(w, http.StatusOK, api.Health{Status: "ok", Replica: h.Replica, StockKey: h.Seller.Key(), LockKey: h.LockKey, Settings: h.Settings})
 }
 
 func (h *handlers) readyz(w http.ResponseWriter, r *http.Request) {
@@ -348,16 +330,21 @@ func (h *handlers) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) fail(w http.ResponseWriter, r *http.Request, err error) {
-	status, code := statusOf(err)
-	h.Log.Warn("request failed", "path", r.URL.Path, "status", status, "err", err,
+	code := codeOf(err)
+	h.Log.Warn("request failed", "path", r.URL.Path, "code", code, "err", err,
 		"request_id", middleware.GetReqID(r.Context()))
+	writeError(w, code, err.Error())
+}
+
+func writeError(w http.ResponseWriter, code, msg string) {
+	writeJSON(w, api.Status(code), api.Error{Error: msg, Code: code})
+}
+
+// writeJSON writes v with status; a 503 also says when to retry.
+func writeJSON(w http.ResponseWriter, status int, v any) {
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
-	writeJSON(w, status, errorBody{Error: err.Error(), Code: code})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v) // the client may be gone; nothing to do then

@@ -40,9 +40,14 @@ func newStack(t *testing.T, o options) *stack {
 	s.rdb = s.nodes[0].Client()
 	clients := []redis.UniversalClient{s.nodes[0].Client(), s.nodes[1].Client(), s.nodes[2].Client()}
 	log := slog.New(slog.DiscardHandler)
-	methods, _, stop := versions.Build(versions.Deps{Redis: s.nodes[0].Client(), Redlock: clients,
-		LockKey: "inventoryRedisLock", TTL: 20 * time.Second, Retry: time.Millisecond, RedlockRetry: time.Millisecond, Log: log})
-	t.Cleanup(stop)
+	// As the service builds them: fenced and unfenced when the fault hooks
+	// (whose fence=1|0 chooses per sale) are on.
+	variants := []versions.Variant{{Wait: "poll"}}
+	if o.chaos {
+		variants = append(variants, versions.Variant{Wait: "poll", Fence: true})
+	}
+	all := versions.BuildAll(versions.Deps{Redis: s.nodes[0].Client(), Redlock: clients,
+		LockKey: "inventoryRedisLock", Retry: time.Millisecond, RedlockRetry: time.Millisecond}, variants)
 	if o.lock == "" {
 		o.lock = "v6"
 	}
@@ -50,7 +55,7 @@ func newStack(t *testing.T, o options) *stack {
 		o.acquireTimeout = 5 * time.Second
 	}
 	svc := sale.New(s.nodes[0].Client(), sale.Options{Key: "inventory:001", AcquireTimeout: o.acquireTimeout})
-	h := server.New(server.Config{Seller: svc, Methods: methods, Names: versions.Names(), Lock: o.lock,
+	h := server.New(server.Config{Seller: svc, Versions: all, Default: variants[0], Names: versions.Names(), Lock: o.lock, LockKey: "inventoryRedisLock",
 		Override: o.override, Replica: "test-1", AdminToken: o.token, Chaos: o.chaos, Log: log,
 		Settings: map[string]string{"lock": o.lock, "work": "1ms"},
 		Ready:    func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }})
@@ -169,12 +174,11 @@ func TestAdminToken(t *testing.T) {
 func TestLockTimeout503(t *testing.T) {
 	s := newStack(t, options{lock: "v6", acquireTimeout: 30 * time.Millisecond})
 	s.rdb.Set(context.Background(), "inventory:001", 5, 0)
-	holder := lua.New(s.rdb, "inventoryRedisLock", 20*time.Second, time.Millisecond)
-	release, err := holder.Acquire(context.Background(), "another replica")
+	held, err := lua.New(s.rdb, lua.Options{Key: "inventoryRedisLock"}).TryAcquire(context.Background(), "another replica")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer release(context.Background())
+	defer held.Release(context.Background())
 	r := s.do(t, "POST", "/sale", "")
 	s.expect(t, r, 503, map[string]any{"sold": false, "code": "lock_timeout"})
 	if r.header.Get("Retry-After") == "" {
@@ -233,9 +237,10 @@ func TestUnknownRoutes(t *testing.T) {
 	s.expect(t, s.do(t, "DELETE", "/stock", ""), 405, map[string]any{"code": "method_not_allowed"})
 	s.expect(t, s.do(t, "GET", "/nope", ""), 404, map[string]any{"code": "not_found"})
 	s.expect(t, s.do(t, "GET", "/readyz", ""), 200, map[string]any{"status": "ready"})
-	// Liveness also shows the lock settings, which the load test's report quotes.
+	// Liveness also shows the keys and the lock settings, which the tools
+	// read instead of hard-coding them, and the load test's report quotes.
 	r := s.do(t, "GET", "/healthz", "")
-	s.expect(t, r, 200, map[string]any{"status": "ok", "replica": "test-1"})
+	s.expect(t, r, 200, map[string]any{"status": "ok", "replica": "test-1", "stock_key": "inventory:001", "lock_key": "inventoryRedisLock"})
 	if got, _ := r.body["settings"].(map[string]any); got["lock"] != "v6" || got["work"] != "1ms" {
 		t.Fatalf("/healthz settings = %v, want lock v6, work 1ms", r.body["settings"])
 	}
@@ -258,6 +263,12 @@ func TestFaultHooksAreGuarded(t *testing.T) {
 		t.Fatalf("stock %s after refused hooks, want 5", on.stock(t))
 	}
 	on.expect(t, on.do(t, "POST", "/sale?hold=5ms&release_pause=5ms", "", "Authorization", "Bearer t"), 200, map[string]any{"sold": true, "remaining": 4.0})
+	// fence=1 picks the fenced lock: its write is the fenced script, which
+	// records the token beside the stock.
+	on.expect(t, on.do(t, "POST", "/sale?fence=1", "", "Authorization", "Bearer t"), 200, map[string]any{"sold": true, "remaining": 3.0})
+	if tok := on.rdb.Get(context.Background(), "inventory:001:fence").Val(); tok == "" {
+		t.Fatal("fence=1 sold without a fencing token reaching the stock")
+	}
 }
 
 // The reentry scenario through the API: v6 asked to nest waits on itself

@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/sale"
 )
 
-// The one table from errors to statuses, wrapped errors included.
-func TestStatusOf(t *testing.T) {
+// Each error of the sale has its code, wrapped errors included, and each
+// code its status in api's one table.
+func TestCodeOf(t *testing.T) {
 	wrap := func(err error) error { return fmt.Errorf("context: %w", err) }
 	for err, want := range map[error]int{
 		wrap(sale.ErrSoldOut):                      http.StatusConflict,
@@ -19,11 +21,12 @@ func TestStatusOf(t *testing.T) {
 		wrap(sale.ErrStockMissing):                 http.StatusServiceUnavailable,
 		wrap(sale.ErrStockCorrupt):                 http.StatusInternalServerError,
 		wrap(sale.ErrFenced):                       http.StatusPreconditionFailed,
+		wrap(sale.ErrLeaseLost):                    http.StatusServiceUnavailable,
 		wrap(context.Canceled):                     499,
 		errors.New("dial tcp: connection refused"): http.StatusServiceUnavailable,
 	} {
-		if got, _ := statusOf(err); got != want {
-			t.Errorf("statusOf(%v) = %d, want %d", err, got, want)
+		if got := api.Status(codeOf(err)); got != want {
+			t.Errorf("api.Status(codeOf(%v)) = %d, want %d", err, got, want)
 		}
 	}
 }

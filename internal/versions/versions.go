@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/locks/redlock"
 	"github.com/locklab/locklab/internal/locks/retry"
 	mutex "github.com/locklab/locklab/internal/locks/v1_mutex"
@@ -83,70 +84,117 @@ func Lookup(name string) (Version, bool) {
 	return Version{}, false
 }
 
-// Deps are what the guards are built from.
+// Deps are what the versions are built from. Zero fields take the service's
+// defaults.
 type Deps struct {
 	Redis   *redis.Client           // the single-node locks' Redis (and the stock's)
 	Redlock []redis.UniversalClient // the independent Redlock nodes
-	LockKey string                  // the tutorial's inventoryRedisLock
-	TTL     time.Duration
-	Retry   time.Duration // mean wait between attempts, single-node locks
+	LockKey string                  // default api.DefaultLockKey, the tutorial's
+	TTL     time.Duration           // the lease (v4 on); default 20 s, the tutorial's
+	Retry   time.Duration           // mean wait between polls, single-node locks; default 20 ms
 	// RedlockRetry is redlock's: each attempt is a round trip to every node
-	// (and a release on all of them when it fails), so it polls less often.
+	// (and a release on all of them when it fails), so it polls less often;
+	// default 100 ms.
 	RedlockRetry time.Duration
-	// Fence makes every lock that can (v3 to v8, redlock) hand out fencing
-	// tokens, and the sale's write refuse stale ones.
-	Fence bool
-	// Notify, when set, makes v3 to v8 wait for published releases instead
-	// of polling every Retry (-wait notify). redlock polls either way: its
-	// release is go-redsync's, which publishes nothing.
-	Notify *retry.Notifier
-	Log    *slog.Logger
+	// Notifier is the lock key's wake-up queue, needed for Wait "notify".
+	Notifier *retry.Notifier
+	Log      *slog.Logger // nil: discard
+	Observer Observer     // nil: none
+}
+
+// Observer is told what the locks do in the background: the attempts each
+// acquisition made, and v8's renewals and lost leases.
+type Observer interface {
+	Attempts(lock, wait string, n int)
+	watchdog.Observer
 }
 
 // Waits are the -wait choices: poll (the tutorial's, the default) and notify.
 var Waits = []string{"poll", "notify"}
 
-// Build returns one sale.Method per version, each with its own guard, the v8
-// watchdog (for its counters), and a function that stops what the guards run
-// in the background (watchdogs).
-func Build(d Deps) (map[string]sale.Method, *watchdog.Locker, func()) {
-	hash := reentrant.Options{Key: d.LockKey, TTL: d.TTL, Retry: d.Retry, Notify: d.Notify}
-	v8 := watchdog.New(d.Redis, hash, d.Log.With("lock", "v8"))
+// Variant is one way of building every version: how v3-v8 wait for a taken
+// lock (one of Waits; redlock always polls, v1 and v2 wait in the process),
+// and whether the locks that can (v3-v8, redlock) hand out fencing tokens.
+type Variant struct {
+	Wait  string
+	Fence bool
+}
+
+// Build returns one sale.Method per version, built as v says.
+func Build(d Deps, v Variant) map[string]sale.Method {
+	d = d.withDefaults()
+	if v.Wait == "notify" && d.Notifier == nil {
+		panic("versions: Wait notify needs Deps.Notifier")
+	}
+	polled := func(name string, g retry.Guard, interval time.Duration) sale.Method {
+		return sale.Method{Name: name, Lock: retry.Poll(g, interval, d.counter(name, "poll")), Fenced: v.Fence, Wait: "poll"}
+	}
+	single := func(name string, g retry.Guard) sale.Method {
+		if v.Wait == "notify" {
+			return sale.Method{Name: name, Lock: retry.Notify(g, d.Notifier, d.counter(name, v.Wait)), Fenced: v.Fence, Wait: v.Wait}
+		}
+		return polled(name, g, d.Retry)
+	}
+	local := func(name string) sale.Method {
+		return sale.Method{Name: name, Lock: retry.Local(mutex.New(), d.counter(name, ""))}
+	}
+	key, ttl, fence := d.LockKey, d.TTL, v.Fence
+	hash := reentrant.Options{Key: key, TTL: ttl, Fence: fence}
 	methods := map[string]sale.Method{
 		"none":    {Name: "none"},
-		"v1":      {Name: "v1", Guard: mutex.New()},
-		"v2":      {Name: "v2", Guard: mutex.New()},
-		"v3":      {Name: "v3", Guard: setnx.New(d.Redis, setnx.Options{Key: d.LockKey, Retry: d.Retry, Notify: d.Notify})},
-		"v4":      {Name: "v4", Guard: setnx.New(d.Redis, setnx.Options{Key: d.LockKey, TTL: d.TTL, Retry: d.Retry, Notify: d.Notify})},
-		"v5":      {Name: "v5", Guard: setnx.New(d.Redis, setnx.Options{Key: d.LockKey, TTL: d.TTL, Retry: d.Retry, OwnerCheck: true, Notify: d.Notify})},
-		"v6":      {Name: "v6", Guard: lua.New(d.Redis, d.LockKey, d.TTL, d.Retry).WithNotify(d.Notify)},
-		"v7":      {Name: "v7", Guard: reentrant.New(d.Redis, hash), Nested: true},
-		"v8":      {Name: "v8", Guard: v8, Nested: true},
-		"redlock": {Name: "redlock", Guard: redlock.New(d.Redlock, redlock.Options{Key: d.LockKey, TTL: d.TTL, Retry: d.RedlockRetry})},
+		"v1":      local("v1"),
+		"v2":      local("v2"),
+		"v3":      single("v3", setnx.New(d.Redis, setnx.Options{Key: key, Fence: fence})),
+		"v4":      single("v4", setnx.New(d.Redis, setnx.Options{Key: key, TTL: ttl, Fence: fence})),
+		"v5":      single("v5", setnx.New(d.Redis, setnx.Options{Key: key, TTL: ttl, OwnerCheck: true, Fence: fence})),
+		"v6":      single("v6", lua.New(d.Redis, lua.Options{Key: key, TTL: ttl, Fence: fence})),
+		"v7":      single("v7", reentrant.New(d.Redis, hash)),
+		"v8":      single("v8", watchdog.New(d.Redis, hash, d.Log.With("lock", "v8"), d.Observer)),
+		"redlock": polled("redlock", redlock.New(d.Redlock, redlock.Options{Key: key, TTL: ttl, Fence: fence}), d.RedlockRetry),
 		"atomic":  {Name: "atomic", Atomic: true},
 	}
-	wait := "poll"
-	if d.Notify != nil {
-		wait = "notify"
-	}
-	for name, m := range methods {
-		switch name {
-		case "v3", "v4", "v5", "v6", "v7", "v8":
-			m.Wait = wait
-		case "redlock":
-			m.Wait = "poll"
-		}
+	for _, name := range []string{"v7", "v8"} { // the tutorial's v7 /sale takes the lock twice
+		m := methods[name]
+		m.Nested = true
 		methods[name] = m
 	}
-	if d.Fence {
-		for name, m := range methods {
-			if _, ok := m.Guard.(sale.FencedGuard); ok {
-				m.Fence = true
-				methods[name] = m
-			}
-		}
+	return methods
+}
+
+// BuildAll builds every version once per variant.
+func BuildAll(d Deps, variants []Variant) map[Variant]map[string]sale.Method {
+	all := make(map[Variant]map[string]sale.Method, len(variants))
+	for _, v := range variants {
+		all[v] = Build(d, v)
 	}
-	return methods, v8, v8.Close
+	return all
+}
+
+func (d Deps) withDefaults() Deps {
+	if d.LockKey == "" {
+		d.LockKey = api.DefaultLockKey
+	}
+	if d.TTL <= 0 {
+		d.TTL = 20 * time.Second
+	}
+	if d.Retry <= 0 {
+		d.Retry = retry.DefaultInterval
+	}
+	if d.RedlockRetry <= 0 {
+		d.RedlockRetry = 100 * time.Millisecond
+	}
+	if d.Log == nil {
+		d.Log = slog.New(slog.DiscardHandler)
+	}
+	return d
+}
+
+// counter reports lock's attempts, waiting as wait says, to the observer.
+func (d Deps) counter(lock, wait string) retry.Counter {
+	if d.Observer == nil {
+		return nil
+	}
+	return func(n int) { d.Observer.Attempts(lock, wait, n) }
 }
 
 // Markdown renders the catalogue as the README's versions table.

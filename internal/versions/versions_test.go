@@ -1,10 +1,8 @@
 package versions_test
 
 import (
-	"log/slog"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/locklab/locklab/internal/versions"
 	"github.com/redis/go-redis/v9"
@@ -15,13 +13,15 @@ import (
 func TestBuildMatchesCatalogue(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled: clients connect lazily
 	defer rdb.Close()
-	methods, _, stop := versions.Build(versions.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb},
-		LockKey: "k", TTL: time.Second, Retry: time.Millisecond, RedlockRetry: time.Millisecond, Log: slog.New(slog.DiscardHandler)})
-	defer stop()
+	methods := versions.Build(versions.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb}}, versions.Variant{Wait: "poll", Fence: true})
 	var built []string
 	for name, m := range methods {
 		if m.Name != name {
 			t.Errorf("methods[%q].Name = %q", name, m.Name)
+		}
+		// Fenced exactly where a lock service can issue tokens.
+		if v, _ := versions.Lookup(name); m.Fenced != (m.Lock != nil && v.Safe && name != "atomic") {
+			t.Errorf("%s: Fenced = %v", name, m.Fenced)
 		}
 		built = append(built, name)
 	}

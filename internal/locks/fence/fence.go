@@ -5,6 +5,8 @@
 // without knowing it (a long pause, a slow sale) cannot overwrite its
 // successor's work. (Kleppmann, "How to do distributed locking"; seed 003.)
 //
+// It also holds the one SET NX attempt those locks share, fenced or not.
+//
 // What it does not fix: the counter lives on the lock's Redis node. A node that
 // restarts without persistence, or fails over to a replica that missed the
 // last INCR, hands out old numbers again.
@@ -26,12 +28,24 @@ var acquireScript = redis.NewScript(acquireSrc)
 // CounterKey is the key of lockKey's fencing counter.
 func CounterKey(lockKey string) string { return lockKey + ":fence" }
 
-// TrySetNX makes one fenced SET NX attempt: the token (>= 1) when owner took
-// the lock, 0 when another owner holds it. ttl 0 sets no expiry.
-func TrySetNX(ctx context.Context, rdb redis.Scripter, key, owner string, ttl time.Duration) (int64, error) {
+// Client is what one SET NX attempt needs.
+type Client interface {
+	redis.Scripter
+	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
+}
+
+// SetNX makes one SET key owner NX [PX ttl] attempt (ttl 0: no expiry). It
+// reports whether owner took the lock and, when fenced, the token issued in
+// the same atomic step (>= 1; 0 when unfenced).
+func SetNX(ctx context.Context, rdb Client, key, owner string, ttl time.Duration, fenced bool) (bool, int64, error) {
+	if !fenced {
+		ok, err := rdb.SetNX(ctx, key, owner, ttl).Result()
+		return ok, 0, err
+	}
 	ms := ttl.Milliseconds()
 	if ttl > 0 && ms == 0 {
 		ms = 1 // a lease shorter than a millisecond must not become "no expiry"
 	}
-	return acquireScript.Run(ctx, rdb, []string{key, CounterKey(key)}, owner, ms).Int64()
+	token, err := acquireScript.Run(ctx, rdb, []string{key, CounterKey(key)}, owner, ms).Int64()
+	return token > 0, token, err
 }

@@ -22,8 +22,8 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/fence"
-	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -31,15 +31,13 @@ import (
 // be reached) for a majority to be possible, so waiting would be pointless.
 var ErrNoQuorum = errors.New("redlock: quorum unreachable")
 
-// ErrNotHeld means no majority still held the lock at release: the lease
-// expired while its holder was working.
-var ErrNotHeld = errors.New("redlock: lock not held at release")
-
-// Options configure a Locker.
+// Options configure a Locker. The zero value is a 20 s lease on the key "lock".
 type Options struct {
-	Key   string        // the lock key, the same on every node
-	TTL   time.Duration // lease
-	Retry time.Duration // wait between attempts while the lock is taken
+	Key string        // the lock key, the same on every node; default "lock"
+	TTL time.Duration // lease; default 20 s
+	// Fence hands out a fencing token with each acquisition: the highest
+	// INCR of a counter over a majority of the nodes (see TryAcquire).
+	Fence bool
 }
 
 // Locker is a Redlock over the given nodes, safe for concurrent use.
@@ -54,6 +52,12 @@ type Locker struct {
 // New returns a Locker over the independent nodes (the clients are used as they
 // are; redsync talks to each through its go-redis adapter).
 func New(nodes []redis.UniversalClient, opts Options) *Locker {
+	if opts.Key == "" {
+		opts.Key = "lock"
+	}
+	if opts.TTL <= 0 {
+		opts.TTL = 20 * time.Second
+	}
 	pools := make([]redsyncredis.Pool, len(nodes))
 	for i, c := range nodes {
 		pools[i] = goredis.NewPool(c)
@@ -61,64 +65,65 @@ func New(nodes []redis.UniversalClient, opts Options) *Locker {
 	return &Locker{rs: redsync.New(pools...), clients: nodes, nodes: len(nodes), quorum: len(nodes)/2 + 1, opts: opts}
 }
 
-// Acquire makes one Redlock attempt every Retry until a majority grants the
-// lock, too many nodes fail for a majority, or ctx ends.
+// TryAcquire makes one Redlock attempt: a lease when a majority granted the
+// lock, lease.ErrTaken when it is taken (or a minority of nodes failed), and
+// ErrNoQuorum when too many nodes failed for a majority to be possible.
 //
 // redsync's own retry loop is not used: it reports every failure as ErrFailed
 // (lock taken, nodes down and deadline alike) and its defaults give up after
 // 32 tries, failing waiting requests instead of serving them. One try per
 // attempt keeps the per-node errors, so a dead majority fails at once while a
-// busy lock is waited for until the caller's deadline.
-func (l *Locker) Acquire(ctx context.Context, owner string) (func(context.Context) error, error) {
+// busy lock is waited for (package retry) until the caller's deadline.
+//
+// With Fence, once the lock is held it INCRs a counter on every node and takes
+// the highest value a majority returned. Weaker than the single-node locks'
+// tokens, and said plainly: redsync takes the lock with its own script, so the
+// token is not issued in the same atomic step as the grant. A holder that
+// stalls between the grant and the INCRs, long enough for its lease to pass
+// and a successor to take the lock and its token, then gets a higher token
+// than the successor's. And a majority of nodes that restart without
+// persistence start their counters again. What it does guarantee: a holder
+// frozen after it has its token (a GC pause mid-sale, the pause-holder case) is
+// refused once any later holder has written.
+func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, error) {
 	m := l.rs.NewMutex(l.opts.Key,
 		redsync.WithExpiry(l.opts.TTL),
 		redsync.WithGenValueFunc(func() (string, error) { return owner, nil }),
 	)
-	err := retry.Until(ctx, l.opts.Retry, func(ctx context.Context) (bool, error) {
-		err := m.TryLockContext(ctx)
-		if err == nil {
-			return true, nil
-		}
+	if err := m.TryLockContext(ctx); err != nil {
 		if down := l.failedNodes(err); l.nodes-down < l.quorum {
-			return false, fmt.Errorf("%w: %d of %d nodes failed: %s", ErrNoQuorum, down, l.nodes, oneLine(err))
+			return nil, fmt.Errorf("%w: %d of %d nodes failed: %s", ErrNoQuorum, down, l.nodes, oneLine(err))
 		}
-		return false, nil // taken, or a minority down: try again
-	})
-	if err != nil {
-		return nil, fmt.Errorf("redlock: acquire %s: %w", l.opts.Key, err)
+		return nil, lease.ErrTaken // taken, or a minority down: try again
 	}
-	return func(ctx context.Context) error {
-		ok, err := m.UnlockContext(ctx)
-		switch {
-		case ok:
-			return nil
-		case l.nodes-l.failedNodes(err) < l.quorum:
-			return fmt.Errorf("redlock: release %s: %w", l.opts.Key, err)
-		case err == nil:
-			return ErrNotHeld
-		default:
-			return fmt.Errorf("%w: %w", ErrNotHeld, err)
+	release := func(ctx context.Context) error { return l.release(ctx, m) }
+	var token int64
+	if l.opts.Fence {
+		var err error
+		if token, err = l.token(ctx); err != nil {
+			return nil, errors.Join(err, release(context.WithoutCancel(ctx)))
 		}
-	}, nil
+	}
+	return lease.New(release, token, nil), nil
 }
 
-// AcquireFenced is Acquire with a fencing token: once the lock is held, it
-// INCRs a counter on every node and takes the highest value a majority
-// returned.
-//
-// Weaker than the single-node locks' tokens, and said plainly: redsync takes
-// the lock with its own script, so the token is not issued in the same atomic
-// step as the grant. A holder that stalls between the grant and the INCRs, long
-// enough for its lease to pass and a successor to take the lock and its token,
-// then gets a higher token than the successor's. And a majority of nodes that
-// restart without persistence start their counters again. What it does
-// guarantee: a holder frozen after it has its token (a GC pause mid-sale, the
-// pause-holder case) is refused once any later holder has written.
-func (l *Locker) AcquireFenced(ctx context.Context, owner string) (func(context.Context) error, int64, error) {
-	release, err := l.Acquire(ctx, owner)
-	if err != nil {
-		return nil, 0, err
+func (l *Locker) release(ctx context.Context, m *redsync.Mutex) error {
+	ok, err := m.UnlockContext(ctx)
+	switch {
+	case ok:
+		return nil
+	case l.nodes-l.failedNodes(err) < l.quorum:
+		return fmt.Errorf("redlock: release %s: %w", l.opts.Key, err)
+	case err == nil:
+		return fmt.Errorf("redlock: release %s: %w", l.opts.Key, lease.ErrNotHeld)
+	default:
+		return fmt.Errorf("redlock: release %s: %w: %w", l.opts.Key, lease.ErrNotHeld, err)
 	}
+}
+
+// token INCRs the fencing counter on every node and returns the highest value
+// a majority returned.
+func (l *Locker) token(ctx context.Context) (int64, error) {
 	type result struct {
 		token int64
 		err   error
@@ -141,10 +146,9 @@ func (l *Locker) AcquireFenced(ctx context.Context, owner string) (func(context.
 		token = max(token, r.token)
 	}
 	if l.nodes-len(failed) < l.quorum {
-		err := fmt.Errorf("%w: fencing counter on %d of %d nodes: %w", ErrNoQuorum, l.nodes-len(failed), l.nodes, errors.Join(failed...))
-		return nil, 0, errors.Join(err, release(context.WithoutCancel(ctx)))
+		return 0, fmt.Errorf("%w: fencing counter on %d of %d nodes: %w", ErrNoQuorum, l.nodes-len(failed), l.nodes, errors.Join(failed...))
 	}
-	return release, token, nil
+	return token, nil
 }
 
 // failedNodes counts the nodes that could not be reached in one attempt.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/redlock"
 	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/redistest"
@@ -17,13 +18,19 @@ func cluster(tb testing.TB) [3]*redistest.Server {
 	return [3]*redistest.Server{redistest.Start(tb), redistest.Start(tb), redistest.Start(tb)}
 }
 
-// locker builds a Locker with its own clients, as one replica would.
-func locker(nodes [3]*redistest.Server, ttl time.Duration) *redlock.Locker {
+// guard builds a Locker with its own clients, as one replica would.
+func guard(nodes [3]*redistest.Server, o redlock.Options) *redlock.Locker {
 	clients := make([]redis.UniversalClient, len(nodes))
 	for i, n := range nodes {
 		clients[i] = n.Client()
 	}
-	return redlock.New(clients, redlock.Options{Key: "lock", TTL: ttl, Retry: time.Millisecond})
+	o.Key = "lock"
+	return redlock.New(clients, o)
+}
+
+// locker is guard waiting as the tests do.
+func locker(nodes [3]*redistest.Server, ttl time.Duration) locktest.Locker {
+	return locktest.Poll(guard(nodes, redlock.Options{TTL: ttl}))
 }
 
 func TestExcludesAcrossInstances(t *testing.T) {
@@ -37,13 +44,13 @@ func TestOneNodeDown(t *testing.T) {
 	l := locker(nodes, 10*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	release, err := l.Acquire(ctx, "A")
+	a, err := l.Acquire(ctx, "A")
 	if err != nil {
 		t.Fatalf("with one of three nodes down: %v", err)
 	}
 	// Still exclusive on the remaining majority.
 	locktest.Waits(t, l, "B")
-	if err := release(ctx); err != nil {
+	if err := a.Release(ctx); err != nil {
 		t.Fatalf("release with one node down: %v", err)
 	}
 	if _, err := l.Acquire(ctx, "B"); err != nil {
@@ -72,7 +79,7 @@ func TestLateReleaseReportsLostLock(t *testing.T) {
 	nodes := cluster(t)
 	l := locker(nodes, 60*time.Millisecond)
 	ctx := context.Background()
-	release, err := l.Acquire(ctx, "A")
+	a, err := l.Acquire(ctx, "A")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +92,7 @@ func TestLateReleaseReportsLostLock(t *testing.T) {
 		}
 		return true
 	})
-	if err := release(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+	if err := a.Release(ctx); !errors.Is(err, lease.ErrNotHeld) {
 		t.Fatalf("late release: err = %v, want ErrNotHeld", err)
 	}
 }
@@ -93,7 +100,7 @@ func TestLateReleaseReportsLostLock(t *testing.T) {
 // Tokens grow, also with one node down; with two down there is no token.
 func TestFencingTokens(t *testing.T) {
 	nodes := cluster(t)
-	l := locker(nodes, 10*time.Second)
+	l := locktest.Poll(guard(nodes, redlock.Options{TTL: 10 * time.Second, Fence: true}))
 	locktest.Tokens(t, l)
 	nodes[2].Stop()
 	locktest.Tokens(t, l)

@@ -3,12 +3,14 @@ package retry
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/locklab/locklab/internal/lease"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -67,10 +69,17 @@ var (
 )
 
 // NewNotifier subscribes on rdb to lockKey's release channel and returns the
-// Notifier of lockKey, whose waiters check their place every backstop without
-// a message. A subscription that fails now is retried by go-redis in the
-// background; until it is up, waiters check every backstop. Close stops it.
+// Notifier of lockKey, whose waiters check their place every backstop
+// (Backstop when <= 0) without a message. A subscription that fails now is
+// retried by go-redis in the background; until it is up, waiters check every
+// backstop. log may be nil. Close stops it.
 func NewNotifier(ctx context.Context, rdb *redis.Client, lockKey string, backstop time.Duration, log *slog.Logger) *Notifier {
+	if backstop <= 0 {
+		backstop = Backstop
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	n := &Notifier{
 		lockKey:  lockKey,
 		queue:    lockKey + ":queue",
@@ -111,19 +120,46 @@ func (n *Notifier) listen() {
 	}
 }
 
-// Until obtains the lock for owner with try, as the package's Until does, but
-// instead of polling it joins the queue, tries when it is first, and otherwise
-// waits to be woken (or Backstop). An owner that already holds the lock here
-// (a nested acquisition) does not queue. Every obtained hold must be given
-// back with Done, whatever the release's outcome: that is what wakes the next.
-func (n *Notifier) Until(ctx context.Context, owner string, try Try) error {
-	if n.holding(owner) {
-		if err := Until(ctx, n.backstop, try); err != nil {
-			return err
-		}
-		n.hold(owner)
-		return nil
+// Notified waits for a guard through a Notifier.
+type Notified struct {
+	g     Guard
+	n     *Notifier
+	count Counter
+}
+
+// Notify returns g waiting through n: queued, and woken by the release. The
+// lease it returns tells n of its release, whatever the release's outcome:
+// that is what wakes the next waiter.
+func Notify(g Guard, n *Notifier, count Counter) *Notified {
+	return &Notified{g: g, n: n, count: count}
+}
+
+// Acquire joins the queue, tries when it is first, and otherwise waits to be
+// woken (or Backstop). An owner that already holds the lock here (a nested
+// acquisition) does not queue: it polls every Backstop.
+func (w *Notified) Acquire(ctx context.Context, owner string) (lease.Lease, error) {
+	attempts := 0
+	defer func() { w.count.add(attempts) }()
+	try := func(ctx context.Context) (lease.Lease, error) { return w.g.TryAcquire(ctx, owner) }
+	var l lease.Lease
+	var err error
+	if w.n.holding(owner) {
+		l, err = until(ctx, w.n.backstop, &attempts, try)
+	} else {
+		l, err = w.n.queued(ctx, owner, &attempts, try)
 	}
+	if err != nil {
+		return nil, err
+	}
+	w.n.hold(owner) // it stays first in the queue until released
+	return lease.WithRelease(l, func(ctx context.Context) error {
+		defer w.n.released(ctx, owner)
+		return l.Release(ctx)
+	}), nil
+}
+
+// queued obtains the lock for owner through the queue.
+func (n *Notifier) queued(ctx context.Context, owner string, attempts *int, try func(context.Context) (lease.Lease, error)) (lease.Lease, error) {
 	attemptCtx := context.WithoutCancel(ctx)
 	woken := make(chan struct{}, 1)
 	n.mu.Lock()
@@ -141,20 +177,19 @@ func (n *Notifier) Until(ctx context.Context, owner string, try Try) error {
 	}
 	first, err := n.enqueue(attemptCtx, owner, wait)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	timer := time.NewTimer(n.backstop)
 	defer timer.Stop()
 	for {
 		if first {
-			ok, err := attempt(ctx, attemptCtx, try)
-			if err != nil {
-				n.leave(attemptCtx, owner)
-				return err
-			}
-			if ok {
-				n.hold(owner) // it stays first in the queue until Done
-				return nil
+			*attempts++
+			l, err := try(attemptCtx)
+			if !errors.Is(err, lease.ErrTaken) {
+				if err != nil {
+					n.leave(attemptCtx, owner)
+				}
+				return l, err
 			}
 		}
 		select {
@@ -164,11 +199,11 @@ func (n *Notifier) Until(ctx context.Context, owner string, try Try) error {
 			timer.Reset(n.backstop)
 			if first, err = n.enqueue(attemptCtx, owner, wait); err != nil {
 				n.leave(attemptCtx, owner)
-				return err
+				return nil, err
 			}
 		case <-ctx.Done():
 			n.leave(attemptCtx, owner)
-			return fmt.Errorf("lock not obtained: %w", context.Cause(ctx))
+			return nil, notObtained(ctx)
 		}
 	}
 }

@@ -29,21 +29,16 @@ func notifier(t *testing.T, rdb *redis.Client, key string, backstop time.Duratio
 func TestNotifyExcludesAcrossProcesses(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
-	for name, build := range map[string]func(n *retry.Notifier) locktest.Guard{
-		"v4": func(n *retry.Notifier) locktest.Guard {
-			return setnx.New(rdb, setnx.Options{Key: "v4", TTL: 20 * time.Second, Retry: time.Hour, Notify: n})
-		},
-		"v6": func(n *retry.Notifier) locktest.Guard {
-			return lua.New(rdb, "v6", 20*time.Second, time.Hour).WithNotify(n)
-		},
-		"v7": func(n *retry.Notifier) locktest.Guard {
-			return reentrant.New(rdb, reentrant.Options{Key: "v7", TTL: 20 * time.Second, Retry: time.Hour, Notify: n})
-		},
+	for name, g := range map[string]retry.Guard{
+		"v4": setnx.New(rdb, setnx.Options{Key: "v4", TTL: 20 * time.Second}),
+		"v6": lua.New(rdb, lua.Options{Key: "v6", TTL: 20 * time.Second}),
+		"v7": reentrant.New(rdb, reentrant.Options{Key: "v7", TTL: 20 * time.Second}),
 	} {
 		t.Run(name, func(t *testing.T) {
-			// Retry is an hour and the backstop a minute: only the
-			// release's wake-up can move a waiter.
-			locktest.Exclusion(t, rdb, build(notifier(t, rdb, name, time.Minute)), build(notifier(t, rdb, name, time.Minute)))
+			// The backstop is a minute: only the release's wake-up can
+			// move a waiter.
+			locktest.Exclusion(t, rdb, retry.Notify(g, notifier(t, rdb, name, time.Minute), nil),
+				retry.Notify(g, notifier(t, rdb, name, time.Minute), nil))
 		})
 	}
 }
@@ -52,12 +47,12 @@ func TestNotifyExcludesAcrossProcesses(t *testing.T) {
 func TestNotifyServesInArrivalOrder(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	ctx := context.Background()
-	procs := []*setnx.Locker{}
+	procs := []*retry.Notified{}
 	for range 2 {
-		procs = append(procs, setnx.New(rdb, setnx.Options{Key: "lock", TTL: 20 * time.Second, Retry: time.Hour,
-			Notify: notifier(t, rdb, "lock", time.Minute)}))
+		procs = append(procs, retry.Notify(setnx.New(rdb, setnx.Options{Key: "lock", TTL: 20 * time.Second}),
+			notifier(t, rdb, "lock", time.Minute), nil))
 	}
-	release, err := procs[0].Acquire(ctx, "holder")
+	held, err := procs[0].Acquire(ctx, "holder")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +64,7 @@ func TestNotifyServesInArrivalOrder(t *testing.T) {
 	)
 	for i := range waiters {
 		wg.Go(func() {
-			rel, err := procs[i%2].Acquire(ctx, fmt.Sprint("waiter-", i))
+			l, err := procs[i%2].Acquire(ctx, fmt.Sprint("waiter-", i))
 			if err != nil {
 				t.Error(err)
 				return
@@ -77,7 +72,7 @@ func TestNotifyServesInArrivalOrder(t *testing.T) {
 			mu.Lock()
 			order = append(order, i)
 			mu.Unlock()
-			if err := rel(ctx); err != nil {
+			if err := l.Release(ctx); err != nil {
 				t.Error(err)
 			}
 		})
@@ -86,7 +81,7 @@ func TestNotifyServesInArrivalOrder(t *testing.T) {
 			return rdb.ZCard(ctx, "lock:queue").Val() == int64(i+2) // the holder is in it too
 		})
 	}
-	if err := release(ctx); err != nil {
+	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
@@ -105,22 +100,22 @@ func TestNotifyServesInArrivalOrder(t *testing.T) {
 func TestNotifyBackstopAfterCrashedHolder(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	ctx := context.Background()
-	crashed := setnx.New(rdb, setnx.Options{Key: "lock", TTL: 300 * time.Millisecond, Retry: time.Hour,
-		Notify: notifier(t, rdb, "lock", time.Minute)})
+	crashed := retry.Notify(setnx.New(rdb, setnx.Options{Key: "lock", TTL: 300 * time.Millisecond}),
+		notifier(t, rdb, "lock", time.Minute), nil)
 	actx, cancel := context.WithTimeout(ctx, 300*time.Millisecond) // its queue entry's deadline
 	defer cancel()
 	if _, err := crashed.Acquire(actx, "crashed"); err != nil {
 		t.Fatal(err)
 	}
-	waiter := setnx.New(rdb, setnx.Options{Key: "lock", TTL: 20 * time.Second, Retry: time.Hour,
-		Notify: notifier(t, rdb, "lock", 50*time.Millisecond)})
+	waiter := retry.Notify(setnx.New(rdb, setnx.Options{Key: "lock", TTL: 20 * time.Second}),
+		notifier(t, rdb, "lock", 50*time.Millisecond), nil)
 	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer wcancel()
-	release, err := waiter.Acquire(wctx, "waiter")
+	l, err := waiter.Acquire(wctx, "waiter")
 	if err != nil {
 		t.Fatalf("the waiter never got the crashed holder's lock: %v", err)
 	}
-	if err := release(ctx); err != nil {
+	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -131,7 +126,7 @@ func TestNotifyNestedSkipsTheQueue(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	ctx := context.Background()
 	n := notifier(t, rdb, "lock", time.Minute)
-	g := reentrant.New(rdb, reentrant.Options{Key: "lock", TTL: 20 * time.Second, Retry: time.Hour, Notify: n})
+	g := retry.Notify(reentrant.New(rdb, reentrant.Options{Key: "lock", TTL: 20 * time.Second}), n, nil)
 	outer, err := g.Acquire(ctx, "owner")
 	if err != nil {
 		t.Fatal(err)
@@ -144,10 +139,10 @@ func TestNotifyNestedSkipsTheQueue(t *testing.T) {
 	if err != nil {
 		t.Fatalf("nested acquisition: %v", err)
 	}
-	if err := inner(ctx); err != nil {
+	if err := inner.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := outer(ctx); err != nil {
+	if err := outer.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -159,13 +154,14 @@ func TestNotifyNestedSkipsTheQueue(t *testing.T) {
 func TestNotifyGiveUpLeavesTheQueue(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	ctx := context.Background()
-	g := setnx.New(rdb, setnx.Options{Key: "lock", TTL: 20 * time.Second, Retry: time.Hour, Notify: notifier(t, rdb, "lock", time.Minute)})
-	release, err := g.Acquire(ctx, "holder")
+	var attempts int
+	g := retry.Notify(setnx.New(rdb, setnx.Options{Key: "lock", TTL: 20 * time.Second}), notifier(t, rdb, "lock", time.Minute),
+		func(n int) { attempts = n })
+	held, err := g.Acquire(ctx, "holder")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var attempts int
-	gctx, cancel := context.WithTimeout(retry.CountAttempts(ctx, &attempts), 100*time.Millisecond)
+	gctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	if _, err := g.Acquire(gctx, "impatient"); err == nil {
 		t.Fatal("obtained a held lock")
@@ -178,7 +174,7 @@ func TestNotifyGiveUpLeavesTheQueue(t *testing.T) {
 	}
 	done := takeAndGive(ctx, g, "patient")
 	locktest.WaitFor(t, 5*time.Second, "the patient waiter queued", func() bool { return rdb.ZCard(ctx, "lock:queue").Val() == 2 })
-	if err := release(ctx); err != nil {
+	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -188,12 +184,12 @@ func TestNotifyGiveUpLeavesTheQueue(t *testing.T) {
 
 // takeAndGive acquires g for owner in the background and releases it at once;
 // the channel gets the outcome.
-func takeAndGive(ctx context.Context, g locktest.Guard, owner string) <-chan error {
+func takeAndGive(ctx context.Context, g locktest.Locker, owner string) <-chan error {
 	done := make(chan error, 1)
 	go func() {
-		rel, err := g.Acquire(ctx, owner)
+		l, err := g.Acquire(ctx, owner)
 		if err == nil {
-			err = rel(ctx)
+			err = l.Release(ctx)
 		}
 		done <- err
 	}()

@@ -5,33 +5,28 @@ package mutex
 
 import (
 	"context"
-	"fmt"
+	"sync"
+
+	"github.com/locklab/locklab/internal/lease"
 )
 
-// Locker behaves as the tutorial's sync.Mutex, except that a waiter gives up
-// when its context ends (a sync.Mutex cannot be abandoned, so a request whose
-// client left would still queue for it). A one-slot channel is that mutex.
+// Locker is the tutorial's sync.Mutex. Its waiting is composed outside it
+// (retry.Local wakes this process's waiters at each release), as for every
+// other guard, so a waiter can also give up when its request ends, which
+// sync.Mutex.Lock cannot.
 type Locker struct {
-	slot chan struct{}
+	mu sync.Mutex
 }
 
 // New returns an unlocked Locker.
-func New() *Locker {
-	return &Locker{slot: make(chan struct{}, 1)}
-}
+func New() *Locker { return &Locker{} }
 
-// Acquire waits until the process-wide lock is free or ctx ends. The owner is
-// ignored: inside one process the lock needs no name.
-func (l *Locker) Acquire(ctx context.Context, _ string) (func(context.Context) error, error) {
-	select {
-	case l.slot <- struct{}{}:
-		return l.release, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("mutex: lock not obtained: %w", context.Cause(ctx))
+// TryAcquire takes the process-wide lock if it is free, or returns
+// lease.ErrTaken. The owner is ignored: inside one process the lock needs no
+// name.
+func (l *Locker) TryAcquire(_ context.Context, _ string) (lease.Lease, error) {
+	if !l.mu.TryLock() {
+		return nil, lease.ErrTaken
 	}
-}
-
-func (l *Locker) release(context.Context) error {
-	<-l.slot
-	return nil
+	return lease.New(func(context.Context) error { l.mu.Unlock(); return nil }, 0, nil), nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/chaos"
+	"github.com/locklab/locklab/internal/lease"
 	setnx "github.com/locklab/locklab/internal/locks/v3_setnx"
 	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/redistest"
@@ -14,10 +15,13 @@ import (
 )
 
 var versions = map[string]setnx.Options{
-	"v3": {Retry: time.Millisecond},
-	"v4": {TTL: 20 * time.Second, Retry: time.Millisecond},
-	"v5": {TTL: 20 * time.Second, Retry: time.Millisecond, OwnerCheck: true},
+	"v3": {},
+	"v4": {TTL: 20 * time.Second},
+	"v5": {TTL: 20 * time.Second, OwnerCheck: true},
 }
+
+// poll is the lock o describes, waiting as the tests do.
+func poll(rdb setnx.Client, o setnx.Options) locktest.Locker { return locktest.Poll(setnx.New(rdb, o)) }
 
 func opts(t *testing.T, o setnx.Options) setnx.Options {
 	o.Key = "lock:" + t.Name()
@@ -30,8 +34,7 @@ func TestExcludesAcrossInstances(t *testing.T) {
 	for name, o := range versions {
 		t.Run(name, func(t *testing.T) {
 			o := opts(t, o)
-			locktest.Exclusion(t, srv.Client(),
-				setnx.New(srv.Client(), o), setnx.New(srv.Client(), o))
+			locktest.Exclusion(t, srv.Client(), poll(srv.Client(), o), poll(srv.Client(), o))
 		})
 	}
 }
@@ -44,11 +47,11 @@ func TestExpiry(t *testing.T) {
 	for name, o := range versions {
 		t.Run(name, func(t *testing.T) {
 			o := opts(t, o)
-			release, err := setnx.New(rdb, o).Acquire(ctx, "owner")
+			l, err := setnx.New(rdb, o).TryAcquire(ctx, "owner")
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer release(ctx)
+			defer l.Release(ctx)
 			pttl, err := rdb.PTTL(ctx, o.Key).Result()
 			if err != nil {
 				t.Fatal(err)
@@ -65,24 +68,24 @@ func TestExpiry(t *testing.T) {
 
 // expireThenSuccessor lets owner A's short lease run out and owner B take the
 // lock, and returns A's release.
-func expireThenSuccessor(t *testing.T, rdb *redis.Client, o setnx.Options) func(context.Context) error {
+func expireThenSuccessor(t *testing.T, rdb *redis.Client, o setnx.Options) lease.Lease {
 	t.Helper()
 	ctx := context.Background()
-	l := setnx.New(rdb, o)
-	releaseA, err := l.Acquire(ctx, "A")
+	l := poll(rdb, o)
+	a, err := l.Acquire(ctx, "A")
 	if err != nil {
 		t.Fatal(err)
 	}
 	locktest.Successor(t, rdb, o.Key, l, "B")
-	return releaseA
+	return a
 }
 
 // v4's blind DEL removes the lock its successor holds: the flaw v5 fixes.
 func TestV4DeletesSuccessorsLock(t *testing.T) {
 	rdb := redistest.Start(t).Client()
-	o := opts(t, setnx.Options{TTL: 50 * time.Millisecond, Retry: time.Millisecond})
-	releaseA := expireThenSuccessor(t, rdb, o)
-	if err := releaseA(context.Background()); err != nil {
+	o := opts(t, setnx.Options{TTL: 50 * time.Millisecond})
+	a := expireThenSuccessor(t, rdb, o)
+	if err := a.Release(context.Background()); err != nil {
 		t.Fatalf("v4 release: %v (it cannot tell the lock is not its own)", err)
 	}
 	if n := rdb.Exists(context.Background(), o.Key).Val(); n != 0 {
@@ -93,9 +96,9 @@ func TestV4DeletesSuccessorsLock(t *testing.T) {
 // v5 checks the owner: A's late release leaves B's lock alone.
 func TestV5KeepsSuccessorsLock(t *testing.T) {
 	rdb := redistest.Start(t).Client()
-	o := opts(t, setnx.Options{TTL: 50 * time.Millisecond, Retry: time.Millisecond, OwnerCheck: true})
-	releaseA := expireThenSuccessor(t, rdb, o)
-	if err := releaseA(context.Background()); !errors.Is(err, setnx.ErrNotHeld) {
+	o := opts(t, setnx.Options{TTL: 50 * time.Millisecond, OwnerCheck: true})
+	a := expireThenSuccessor(t, rdb, o)
+	if err := a.Release(context.Background()); !errors.Is(err, lease.ErrNotHeld) {
 		t.Fatalf("A's late release: err = %v, want ErrNotHeld", err)
 	}
 	if v := rdb.Get(context.Background(), o.Key).Val(); v != "B" {
@@ -107,12 +110,12 @@ func TestV5KeepsSuccessorsLock(t *testing.T) {
 func TestWaitEndsWithContext(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	o := opts(t, versions["v4"])
-	l := setnx.New(rdb, o)
-	release, err := l.Acquire(context.Background(), "holder")
+	l := poll(rdb, o)
+	h, err := l.Acquire(context.Background(), "holder")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer release(context.Background())
+	defer h.Release(context.Background())
 	locktest.Waits(t, l, "waiter")
 	if v := rdb.Get(context.Background(), o.Key).Val(); v != "holder" {
 		t.Fatalf("lock holds %q, want holder", v)
@@ -126,7 +129,7 @@ func TestRedisDown(t *testing.T) {
 	srv.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := setnx.New(rdb, opts(t, versions["v4"])).Acquire(ctx, "owner")
+	_, err := poll(rdb, opts(t, versions["v4"])).Acquire(ctx, "owner")
 	if err == nil || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want a connection error before the deadline", err)
 	}
@@ -136,7 +139,9 @@ func TestFencingTokensGrow(t *testing.T) {
 	srv := redistest.Start(t)
 	for name, o := range versions {
 		t.Run(name, func(t *testing.T) {
-			locktest.Tokens(t, setnx.New(srv.Client(), opts(t, o)))
+			o := opts(t, o)
+			o.Fence = true
+			locktest.Tokens(t, poll(srv.Client(), o))
 		})
 	}
 }
@@ -146,16 +151,16 @@ func TestFencingTokensGrow(t *testing.T) {
 func TestV5ReleaseRaceDeletesSuccessorsLock(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	ctx := context.Background()
-	o := opts(t, setnx.Options{TTL: 50 * time.Millisecond, Retry: time.Millisecond, OwnerCheck: true})
-	l := setnx.New(rdb, o)
-	releaseA, err := l.Acquire(ctx, "A")
+	o := opts(t, setnx.Options{TTL: 50 * time.Millisecond, OwnerCheck: true})
+	l := poll(rdb, o)
+	a, err := l.Acquire(ctx, "A")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The hook runs between the GET and the DEL: the lease expires there and B
 	// walks in, so the DEL runs with the lock in B's hands.
 	hook := func(context.Context) { locktest.Successor(t, rdb, o.Key, l, "B") }
-	if err := releaseA(chaos.With(ctx, chaos.Faults{BeforeDelete: hook})); err != nil {
+	if err := a.Release(chaos.With(ctx, chaos.Faults{BeforeDelete: hook})); err != nil {
 		t.Fatalf("A's release: %v (its GET saw its own value, so it goes on to DEL)", err)
 	}
 	if rdb.Exists(ctx, o.Key).Val() != 0 {
@@ -168,6 +173,6 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	for _, name := range []string{"v3", "v4", "v5"} {
 		o := versions[name]
 		o.Key = "bench:" + name
-		b.Run(name, func(b *testing.B) { locktest.BenchAcquireRelease(b, setnx.New(rdb, o)) })
+		b.Run(name, func(b *testing.B) { locktest.BenchAcquireRelease(b, poll(rdb, o)) })
 	}
 }

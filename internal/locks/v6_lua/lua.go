@@ -10,94 +10,67 @@ package lua
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/locklab/locklab/internal/chaos"
+	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/fence"
-	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/redis/go-redis/v9"
 )
-
-// ErrNotHeld means the lease expired before release: another owner may have
-// held the lock while this one was still working.
-var ErrNotHeld = errors.New("lua: lock not held at release")
 
 //go:embed release.lua
 var releaseSrc string
 
 var releaseScript = redis.NewScript(releaseSrc)
 
-// Client is the part of a Redis client this package uses.
-type Client interface {
-	redis.Scripter
-	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
+// Options configure a Locker. The zero value is a 20 s lease on the key "lock".
+type Options struct {
+	Key   string        // the lock key; default "lock"
+	TTL   time.Duration // lease, sent in milliseconds; default 20 s (the tutorial's)
+	Fence bool          // hand out a fencing token with each acquisition
 }
 
 // Locker is a v6 lock, safe for concurrent use.
 type Locker struct {
-	rdb   Client
-	key   string
-	ttl   time.Duration
-	retry time.Duration
-	// notify, when set, replaces polling (-wait notify): waiters queue and
-	// are woken one at a time as the lock is released.
-	notify *retry.Notifier
+	rdb  fence.Client
+	opts Options
 }
 
-// New returns a Locker on key with lease ttl, polling every retry while taken.
-func New(rdb Client, key string, ttl, retry time.Duration) *Locker {
-	return &Locker{rdb: rdb, key: key, ttl: ttl, retry: retry}
-}
-
-// WithNotify returns a copy of l that waits for published releases instead of
-// polling, and publishes its own (package retry's Notifier).
-func (l *Locker) WithNotify(n *retry.Notifier) *Locker {
-	c := *l
-	c.notify = n
-	return &c
-}
-
-// Acquire polls SET key owner NX PX ttl until it succeeds or ctx ends.
-func (l *Locker) Acquire(ctx context.Context, owner string) (func(context.Context) error, error) {
-	return l.acquire(ctx, owner, func(ctx context.Context) (bool, error) {
-		return l.rdb.SetNX(ctx, l.key, owner, l.ttl).Result()
-	})
-}
-
-// AcquireFenced is Acquire with a fencing token, issued in the same atomic
-// step as the lock (package fence).
-func (l *Locker) AcquireFenced(ctx context.Context, owner string) (func(context.Context) error, int64, error) {
-	var token int64
-	release, err := l.acquire(ctx, owner, func(ctx context.Context) (bool, error) {
-		var err error
-		token, err = fence.TrySetNX(ctx, l.rdb, l.key, owner, l.ttl)
-		return token > 0, err
-	})
-	return release, token, err
-}
-
-func (l *Locker) acquire(ctx context.Context, owner string, try retry.Try) (func(context.Context) error, error) {
-	if err := retry.Wait(ctx, l.notify, l.retry, owner, try); err != nil {
-		return nil, fmt.Errorf("lua: acquire %s: %w", l.key, err)
+// New returns a Locker over rdb.
+func New(rdb fence.Client, opts Options) *Locker {
+	if opts.Key == "" {
+		opts.Key = "lock"
 	}
-	return func(ctx context.Context) error {
-		defer retry.Done(ctx, l.notify, owner)
-		return l.release(ctx, owner)
-	}, nil
+	if opts.TTL <= 0 {
+		opts.TTL = 20 * time.Second
+	}
+	return &Locker{rdb: rdb, opts: opts}
+}
+
+// TryAcquire makes one SET key owner NX PX ttl attempt: a lease, or
+// lease.ErrTaken when another owner (or this one: v6 is not reentrant) holds it.
+func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, error) {
+	ok, token, err := fence.SetNX(ctx, l.rdb, l.opts.Key, owner, l.opts.TTL, l.opts.Fence)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("lua: acquire %s: %w", l.opts.Key, err)
+	case !ok:
+		return nil, lease.ErrTaken
+	}
+	return lease.New(func(ctx context.Context) error { return l.release(ctx, owner) }, token, nil), nil
 }
 
 func (l *Locker) release(ctx context.Context, owner string) error {
 	// The release-race scenario pauses here, as it pauses v5 between its GET
 	// and DEL; the script below checks the owner in the same step as it deletes.
 	chaos.BeforeDelete(ctx)
-	n, err := releaseScript.Run(ctx, l.rdb, []string{l.key}, owner).Int()
+	n, err := releaseScript.Run(ctx, l.rdb, []string{l.opts.Key}, owner).Int()
 	if err != nil {
-		return fmt.Errorf("lua: release %s: %w", l.key, err)
+		return fmt.Errorf("lua: release %s: %w", l.opts.Key, err)
 	}
 	if n == 0 {
-		return ErrNotHeld
+		return fmt.Errorf("lua: release %s: %w", l.opts.Key, lease.ErrNotHeld)
 	}
 	return nil
 }

@@ -9,29 +9,33 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/chaos"
+	"github.com/locklab/locklab/internal/lease"
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
 	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
+// poll is a v6 lock on key with lease ttl, waiting as the tests do.
+func poll(rdb *redis.Client, key string, ttl time.Duration) locktest.Locker {
+	return locktest.Poll(lua.New(rdb, lua.Options{Key: key, TTL: ttl}))
+}
+
 func TestExcludesAcrossInstances(t *testing.T) {
 	srv := redistest.Start(t)
 	key := "lock:" + t.Name()
-	locktest.Exclusion(t, srv.Client(),
-		lua.New(srv.Client(), key, 20*time.Second, time.Millisecond),
-		lua.New(srv.Client(), key, 20*time.Second, time.Millisecond))
+	locktest.Exclusion(t, srv.Client(), poll(srv.Client(), key, 20*time.Second), poll(srv.Client(), key, 20*time.Second))
 }
 
 func TestExpiryWithinTTL(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	ctx := context.Background()
 	ttl := 1500 * time.Millisecond
-	release, err := lua.New(rdb, "lock", ttl, time.Millisecond).Acquire(ctx, "owner")
+	l, err := lua.New(rdb, lua.Options{Key: "lock", TTL: ttl}).TryAcquire(ctx, "owner")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer release(ctx)
+	defer l.Release(ctx)
 	if pttl := rdb.PTTL(ctx, "lock").Val(); pttl <= 0 || pttl > ttl {
 		t.Fatalf("PTTL = %v, want in (0, %v]", pttl, ttl)
 	}
@@ -67,14 +71,14 @@ func TestReleaseIsOneStep(t *testing.T) {
 	ctx := context.Background()
 	rec := &recorder{}
 	rdb.AddHook(rec)
-	release, err := lua.New(rdb, "lock", time.Second, time.Millisecond).Acquire(ctx, "owner")
+	l, err := lua.New(rdb, lua.Options{Key: "lock", TTL: time.Second}).TryAcquire(ctx, "owner")
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec.mu.Lock()
 	rec.cmds = nil
 	rec.mu.Unlock()
-	if err := release(ctx); err != nil {
+	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if len(rec.cmds) != 1 || (rec.cmds[0] != "evalsha" && rec.cmds[0] != "eval") {
@@ -88,23 +92,23 @@ func TestReleaseIsOneStep(t *testing.T) {
 // v6 is not reentrant: the same owner asking again waits on itself.
 func TestNotReentrant(t *testing.T) {
 	rdb := redistest.Start(t).Client()
-	l := lua.New(rdb, "lock", 20*time.Second, time.Millisecond)
-	release, err := l.Acquire(context.Background(), "owner")
+	l := poll(rdb, "lock", 20*time.Second)
+	h, err := l.Acquire(context.Background(), "owner")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer release(context.Background())
+	defer h.Release(context.Background())
 	locktest.Waits(t, l, "owner") // the same owner: it waits on itself
 }
 
 func TestFencingTokensGrow(t *testing.T) {
 	rdb := redistest.Start(t).Client()
-	locktest.Tokens(t, lua.New(rdb, "lock", time.Second, time.Millisecond))
+	locktest.Tokens(t, locktest.Poll(lua.New(rdb, lua.Options{Key: "lock", TTL: time.Second, Fence: true})))
 }
 
 func BenchmarkAcquireRelease(b *testing.B) {
 	rdb := redistest.Start(b).Client()
-	locktest.BenchAcquireRelease(b, lua.New(rdb, "bench", 20*time.Second, time.Millisecond))
+	locktest.BenchAcquireRelease(b, poll(rdb, "bench", 20*time.Second))
 }
 
 // The lease expires and a successor takes the lock, either before the release
@@ -116,8 +120,8 @@ func TestKeepsSuccessorsLock(t *testing.T) {
 		t.Run(map[bool]string{false: "before release", true: "during release"}[during], func(t *testing.T) {
 			rdb := redistest.Start(t).Client()
 			ctx := context.Background()
-			l := lua.New(rdb, "lock", 50*time.Millisecond, time.Millisecond)
-			releaseA, err := l.Acquire(ctx, "A")
+			l := poll(rdb, "lock", 50*time.Millisecond)
+			a, err := l.Acquire(ctx, "A")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,7 +132,7 @@ func TestKeepsSuccessorsLock(t *testing.T) {
 			} else {
 				successor(ctx)
 			}
-			if err := releaseA(rctx); !errors.Is(err, lua.ErrNotHeld) {
+			if err := a.Release(rctx); !errors.Is(err, lease.ErrNotHeld) {
 				t.Fatalf("A's late release: err = %v, want ErrNotHeld", err)
 			}
 			if v := rdb.Get(ctx, "lock").Val(); v != "B" {

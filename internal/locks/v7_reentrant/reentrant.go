@@ -10,18 +10,13 @@ package reentrant
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/fence"
-	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/redis/go-redis/v9"
 )
-
-// ErrNotHeld means the owner held nothing at release: the lease expired while
-// it was working.
-var ErrNotHeld = errors.New("reentrant: lock not held at release")
 
 var (
 	//go:embed acquire.lua
@@ -33,14 +28,11 @@ var (
 	releaseScript = redis.NewScript(releaseSrc)
 )
 
-// Options configure a Locker.
+// Options configure a Locker. The zero value is a 20 s lease on the key "lock".
 type Options struct {
-	Key   string        // the lock key (a hash)
-	TTL   time.Duration // lease, sent to Redis in milliseconds
-	Retry time.Duration // wait between attempts while another owner holds it
-	// Notify, when set, replaces polling (-wait notify): waiters queue and
-	// are woken one at a time as the lock is freed.
-	Notify *retry.Notifier
+	Key   string        // the lock key (a hash); default "lock"
+	TTL   time.Duration // lease, sent to Redis in milliseconds; default 20 s (the tutorial's)
+	Fence bool          // hand out a fencing token with each owner's first hold
 }
 
 // Locker is a v7 lock, safe for concurrent use.
@@ -51,6 +43,12 @@ type Locker struct {
 
 // New returns a Locker over rdb.
 func New(rdb redis.Scripter, opts Options) *Locker {
+	if opts.Key == "" {
+		opts.Key = "lock"
+	}
+	if opts.TTL <= 0 {
+		opts.TTL = 20 * time.Second
+	}
 	return &Locker{rdb: rdb, opts: opts}
 }
 
@@ -60,38 +58,27 @@ func (l *Locker) Key() string { return l.opts.Key }
 // TTL is the lease each acquisition sets.
 func (l *Locker) TTL() time.Duration { return l.opts.TTL }
 
-// Acquire takes one hold for owner, waiting while another owner holds the lock.
-// An owner that already holds it gets another hold at once.
-func (l *Locker) Acquire(ctx context.Context, owner string) (func(context.Context) error, error) {
-	release, _, err := l.acquire(ctx, owner, false)
-	return release, err
-}
-
-// AcquireFenced is Acquire with a fencing token: a new one, issued in the same
-// atomic step, on the owner's first hold; the same one on a nested hold.
-func (l *Locker) AcquireFenced(ctx context.Context, owner string) (func(context.Context) error, int64, error) {
-	return l.acquire(ctx, owner, true)
-}
-
-func (l *Locker) acquire(ctx context.Context, owner string, fenced bool) (func(context.Context) error, int64, error) {
+// TryAcquire makes one attempt to take a hold for owner: a lease, or
+// lease.ErrTaken when another owner holds the lock. An owner that already
+// holds it gets another hold at once (with the same fencing token).
+func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, error) {
 	flag := "0"
-	if fenced {
+	if l.opts.Fence {
 		flag = "1"
 	}
-	var token int64
-	err := retry.Wait(ctx, l.opts.Notify, l.opts.Retry, owner, func(ctx context.Context) (bool, error) {
-		var err error
-		token, err = acquireScript.Run(ctx, l.rdb, []string{l.opts.Key, fence.CounterKey(l.opts.Key)},
-			owner, l.opts.TTL.Milliseconds(), flag).Int64()
-		return token > 0, err
-	})
-	if err != nil {
-		return nil, 0, fmt.Errorf("reentrant: acquire %s: %w", l.opts.Key, err)
+	n, err := acquireScript.Run(ctx, l.rdb, []string{l.opts.Key, fence.CounterKey(l.opts.Key)},
+		owner, l.opts.TTL.Milliseconds(), flag).Int64()
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("reentrant: acquire %s: %w", l.opts.Key, err)
+	case n == 0:
+		return nil, lease.ErrTaken
 	}
-	return func(ctx context.Context) error {
-		defer retry.Done(ctx, l.opts.Notify, owner)
-		return l.release(ctx, owner)
-	}, token, nil
+	var token int64
+	if l.opts.Fence {
+		token = n
+	}
+	return lease.New(func(ctx context.Context) error { return l.release(ctx, owner) }, token, nil), nil
 }
 
 func (l *Locker) release(ctx context.Context, owner string) error {
@@ -100,7 +87,7 @@ func (l *Locker) release(ctx context.Context, owner string) error {
 		return fmt.Errorf("reentrant: release %s: %w", l.opts.Key, err)
 	}
 	if n < 0 {
-		return ErrNotHeld
+		return fmt.Errorf("reentrant: release %s: %w", l.opts.Key, lease.ErrNotHeld)
 	}
 	return nil
 }

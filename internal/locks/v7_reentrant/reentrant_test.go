@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/lease"
 	reentrant "github.com/locklab/locklab/internal/locks/v7_reentrant"
 	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/redistest"
@@ -13,8 +14,8 @@ import (
 
 func TestExcludesAcrossInstances(t *testing.T) {
 	srv := redistest.Start(t)
-	o := reentrant.Options{Key: "lock:" + t.Name(), TTL: 20 * time.Second, Retry: time.Millisecond}
-	locktest.Exclusion(t, srv.Client(), reentrant.New(srv.Client(), o), reentrant.New(srv.Client(), o))
+	o := reentrant.Options{Key: "lock:" + t.Name(), TTL: 20 * time.Second}
+	locktest.Exclusion(t, srv.Client(), locktest.Poll(reentrant.New(srv.Client(), o)), locktest.Poll(reentrant.New(srv.Client(), o)))
 }
 
 // The tutorial sent 20 s as a time.Duration to EXPIRE: 20,000,000,000 s. The
@@ -22,20 +23,20 @@ func TestExcludesAcrossInstances(t *testing.T) {
 func TestLeaseIsMilliseconds(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	ctx := context.Background()
-	o := reentrant.Options{Key: "lock", TTL: 20 * time.Second, Retry: time.Millisecond}
-	release, err := reentrant.New(rdb, o).Acquire(ctx, "owner")
+	o := reentrant.Options{Key: "lock", TTL: 20 * time.Second}
+	l, err := reentrant.New(rdb, o).TryAcquire(ctx, "owner")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if pttl := rdb.PTTL(ctx, "lock").Val(); pttl <= 0 || pttl > o.TTL {
 		t.Fatalf("PTTL = %v, want in (0, %v]", pttl, o.TTL)
 	}
-	if err := release(ctx); err != nil {
+	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 
 	o.TTL = 50 * time.Millisecond
-	if _, err := reentrant.New(rdb, o).Acquire(ctx, "owner"); err != nil {
+	if _, err := reentrant.New(rdb, o).TryAcquire(ctx, "owner"); err != nil {
 		t.Fatal(err)
 	}
 	locktest.WaitFor(t, 5*time.Second, "the 50ms lease to expire", func() bool { return rdb.Exists(ctx, "lock").Val() == 0 })
@@ -44,7 +45,7 @@ func TestLeaseIsMilliseconds(t *testing.T) {
 func TestReentrantCounts(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	ctx := context.Background()
-	l := reentrant.New(rdb, reentrant.Options{Key: "lock", TTL: 20 * time.Second, Retry: time.Millisecond})
+	l := locktest.Poll(reentrant.New(rdb, reentrant.Options{Key: "lock", TTL: 20 * time.Second}))
 	outer, err := l.Acquire(ctx, "owner")
 	if err != nil {
 		t.Fatal(err)
@@ -59,19 +60,19 @@ func TestReentrantCounts(t *testing.T) {
 
 	locktest.Waits(t, l, "other")
 
-	if err := inner(ctx); err != nil {
+	if err := inner.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := rdb.HGet(ctx, "lock", "owner").Val(); n != "1" {
 		t.Fatalf("hold count after one release = %q, want 1", n)
 	}
-	if err := outer(ctx); err != nil {
+	if err := outer.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if rdb.Exists(ctx, "lock").Val() != 0 {
 		t.Fatal("lock still there after the outermost release")
 	}
-	if err := outer(ctx); !errors.Is(err, reentrant.ErrNotHeld) {
+	if err := outer.Release(ctx); !errors.Is(err, lease.ErrNotHeld) {
 		t.Fatalf("release of a lock not held: err = %v, want ErrNotHeld", err)
 	}
 }
@@ -79,27 +80,27 @@ func TestReentrantCounts(t *testing.T) {
 // Tokens grow per holder; a nested hold keeps its outer hold's token.
 func TestFencingTokens(t *testing.T) {
 	rdb := redistest.Start(t).Client()
-	l := reentrant.New(rdb, reentrant.Options{Key: "lock", TTL: time.Second, Retry: time.Millisecond})
+	l := locktest.Poll(reentrant.New(rdb, reentrant.Options{Key: "lock", TTL: time.Second, Fence: true}))
 	locktest.Tokens(t, l)
 	ctx := context.Background()
-	outer, t1, err := l.AcquireFenced(ctx, "owner")
+	outer, err := l.Acquire(ctx, "owner")
 	if err != nil {
 		t.Fatal(err)
 	}
-	inner, t2, err := l.AcquireFenced(ctx, "owner")
-	if err != nil || t2 != t1 {
-		t.Fatalf("nested hold: token %d (err %v), want the outer hold's %d", t2, err, t1)
+	inner, err := l.Acquire(ctx, "owner")
+	if err != nil || inner.Token() != outer.Token() {
+		t.Fatalf("nested hold: token %d (err %v), want the outer hold's %d", inner.Token(), err, outer.Token())
 	}
-	if err := errors.Join(inner(ctx), outer(ctx)); err != nil {
+	if err := errors.Join(inner.Release(ctx), outer.Release(ctx)); err != nil {
 		t.Fatal(err)
 	}
-	_, t3, err := l.AcquireFenced(ctx, "next")
-	if err != nil || t3 <= t1 {
-		t.Fatalf("next holder: token %d (err %v), want > %d", t3, err, t1)
+	next, err := l.Acquire(ctx, "next")
+	if err != nil || next.Token() <= outer.Token() {
+		t.Fatalf("next holder: token %d (err %v), want > %d", next.Token(), err, outer.Token())
 	}
 }
 
 func BenchmarkAcquireRelease(b *testing.B) {
 	rdb := redistest.Start(b).Client()
-	locktest.BenchAcquireRelease(b, reentrant.New(rdb, reentrant.Options{Key: "bench", TTL: 20 * time.Second, Retry: time.Millisecond}))
+	locktest.BenchAcquireRelease(b, locktest.Poll(reentrant.New(rdb, reentrant.Options{Key: "bench", TTL: 20 * time.Second})))
 }

@@ -3,13 +3,16 @@ package watchdog_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/lease"
 	reentrant "github.com/locklab/locklab/internal/locks/v7_reentrant"
 	watchdog "github.com/locklab/locklab/internal/locks/v8_watchdog"
 	"github.com/locklab/locklab/internal/locktest"
@@ -20,11 +23,8 @@ var quiet = slog.New(slog.DiscardHandler)
 
 func TestExcludesAcrossInstances(t *testing.T) {
 	srv := redistest.Start(t)
-	o := reentrant.Options{Key: "lock:" + t.Name(), TTL: 20 * time.Second, Retry: time.Millisecond}
-	a, b := watchdog.New(srv.Client(), o, quiet), watchdog.New(srv.Client(), o, quiet)
-	defer a.Close()
-	defer b.Close()
-	locktest.Exclusion(t, srv.Client(), a, b)
+	o := reentrant.Options{Key: "lock:" + t.Name(), TTL: 20 * time.Second}
+	locktest.Exclusion(t, srv.Client(), locktest.Poll(watchdog.New(srv.Client(), o, quiet, nil)), locktest.Poll(watchdog.New(srv.Client(), o, quiet, nil)))
 }
 
 // dogs counts the watchdog goroutines alive now, from their stacks: exact,
@@ -51,8 +51,8 @@ func TestRenewsWhileHeldOnly(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	ctx := context.Background()
 	const ttl = 300 * time.Millisecond // renewed every 100ms: 200ms of slack for a busy scheduler
-	l := watchdog.New(rdb, reentrant.Options{Key: "lock", TTL: ttl, Retry: time.Millisecond}, quiet)
-	defer l.Close()
+	obs := &counts{}
+	l := locktest.Poll(watchdog.New(rdb, reentrant.Options{Key: "lock", TTL: ttl}, quiet, obs))
 	if err := rdb.Ping(ctx).Err(); err != nil { // open the pool's connection before counting
 		t.Fatal(err)
 	}
@@ -77,58 +77,109 @@ func TestRenewsWhileHeldOnly(t *testing.T) {
 		}
 	}
 
-	if err := inner(ctx); err != nil {
+	if lease.IsLost(outer) || lease.IsLost(inner) {
+		t.Fatal("a lease renewed all along is reported lost")
+	}
+	if err := inner.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := outer(ctx); err != nil {
+	if err := outer.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if rdb.Exists(ctx, "lock").Val() != 0 {
 		t.Fatal("lock still there after release")
 	}
+	if obs.renewed.Load() < 3 || obs.lost.Load() != 0 {
+		t.Fatalf("observer: %d renewals, %d lost; want >= 3 and 0", obs.renewed.Load(), obs.lost.Load())
+	}
 	locktest.WaitFor(t, 5*time.Second, "the watchdog to stop after release", func() bool { return dogs() == 0 })
 	goroutinesBack(t, base, "the goroutine count to return to where it was")
 }
 
+// counts is an Observer that counts.
+type counts struct{ renewed, lost atomic.Int64 }
+
+func (c *counts) Renewed()   { c.renewed.Add(1) }
+func (c *counts) LeaseLost() { c.lost.Add(1) }
+
 // When the lease is lost anyway (the key deleted behind its back), the watchdog
-// notices at its next tick and stops instead of renewing a lock it lost.
+// notices at its next tick, closes the lease's Lost channel (the nested hold's
+// too) and stops instead of renewing a lock it lost.
 func TestStopsWhenLeaseLost(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	ctx := context.Background()
-	l := watchdog.New(rdb, reentrant.Options{Key: "lock", TTL: 90 * time.Millisecond, Retry: time.Millisecond}, quiet)
-	defer l.Close()
+	obs := &counts{}
+	l := locktest.Poll(watchdog.New(rdb, reentrant.Options{Key: "lock", TTL: 90 * time.Millisecond}, quiet, obs))
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
 	base := runtime.NumGoroutine()
-	release, err := l.Acquire(ctx, "owner")
+	outer, err := l.Acquire(ctx, "owner")
 	if err != nil {
 		t.Fatal(err)
 	}
+	inner, err := l.Acquire(ctx, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lease.IsLost(outer) {
+		t.Fatal("lost before anything happened")
+	}
 	if err := rdb.Del(ctx, "lock").Err(); err != nil {
 		t.Fatal(err)
+	}
+	select {
+	case <-outer.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("Lost was not closed within 5s of the lease vanishing")
+	}
+	if !lease.IsLost(inner) || obs.lost.Load() != 1 {
+		t.Fatalf("nested hold lost %v, observer counted %d lost; want true and 1", lease.IsLost(inner), obs.lost.Load())
 	}
 	locktest.WaitFor(t, 5*time.Second, "the watchdog to stop once the lease is lost", func() bool { return dogs() == 0 })
 	goroutinesBack(t, base, "the goroutine count to return to where it was")
 	if rdb.Exists(ctx, "lock").Val() != 0 {
 		t.Fatal("the watchdog recreated a lost lock")
 	}
-	if err := release(ctx); err == nil {
-		t.Fatal("release of a lost lock succeeded; want reentrant.ErrNotHeld")
+	if err := errors.Join(inner.Release(ctx), outer.Release(ctx)); !errors.Is(err, lease.ErrNotHeld) {
+		t.Fatalf("release of a lost lock: err = %v, want lease.ErrNotHeld", err)
+	}
+}
+
+// With its node gone, renewals fail; once they have failed for longer than
+// the lease, the lock is certainly gone there too, and Lost is closed.
+func TestLostWhenRenewalsFailPastTheLease(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	ctx := context.Background()
+	const ttl = 150 * time.Millisecond
+	l, err := locktest.Poll(watchdog.New(rdb, reentrant.Options{Key: "lock", TTL: ttl}, quiet, nil)).Acquire(ctx, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := time.Now()
+	srv.Stop()
+	select {
+	case <-l.Lost():
+		if since := time.Since(down); since < ttl/3 {
+			t.Fatalf("Lost after %s, before any renewal could have failed", since)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Lost was not closed within 10s of the node going down")
+	}
+	locktest.WaitFor(t, 5*time.Second, "the watchdog to stop", func() bool { return dogs() == 0 })
+	if err := l.Release(ctx); err == nil || errors.Is(err, lease.ErrNotHeld) {
+		t.Fatalf("release with the node down: err = %v, want the connection error (not ErrNotHeld)", err)
 	}
 }
 
 func TestFencingTokensGrow(t *testing.T) {
 	rdb := redistest.Start(t).Client()
-	l := watchdog.New(rdb, reentrant.Options{Key: "lock", TTL: time.Second, Retry: time.Millisecond}, quiet)
-	defer l.Close()
-	locktest.Tokens(t, l)
+	locktest.Tokens(t, locktest.Poll(watchdog.New(rdb, reentrant.Options{Key: "lock", TTL: time.Second, Fence: true}, quiet, nil)))
 }
 
 // Includes starting and stopping the watchdog goroutine.
 func BenchmarkAcquireRelease(b *testing.B) {
 	rdb := redistest.Start(b).Client()
-	l := watchdog.New(rdb, reentrant.Options{Key: "bench", TTL: 20 * time.Second, Retry: time.Millisecond}, quiet)
-	defer l.Close()
-	locktest.BenchAcquireRelease(b, l)
+	locktest.BenchAcquireRelease(b, locktest.Poll(watchdog.New(rdb, reentrant.Options{Key: "bench", TTL: 20 * time.Second}, quiet, nil)))
 }

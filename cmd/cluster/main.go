@@ -1,0 +1,122 @@
+// Command cluster runs the local cluster (make up, make down, make status):
+// three Redis nodes, the inventory replicas and nginx on this machine, with no
+// Docker. Settings come from flags or, as the Makefile passes them, from the
+// environment: LOCK, PORT, REPLICAS, WORK, RUN_DIR, PPROF, STOCK and
+// INVENTORY_REDIS_PASSWORD. The replicas also read any other INVENTORY_*
+// variable, as the service does.
+//
+//	go run ./cmd/cluster up|down|status
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/locklab/locklab/internal/cli"
+	"github.com/locklab/locklab/internal/cluster"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	cfg, verb, err := parse(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2
+	}
+	switch verb {
+	case "up":
+		c, err := cluster.Up(ctx, cfg)
+		if errors.Is(err, cluster.ErrAlreadyUp) {
+			fmt.Fprintf(stderr, "cluster: already up (run dir %s); 'make down' stops it\n", cfg.Dir)
+			c.Status(stdout)
+			return 0
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+	case "down":
+		c, err := cluster.Load(cfg.Dir)
+		if errors.Is(err, cluster.ErrNotUp) {
+			fmt.Fprintln(stderr, "cluster: nothing to stop")
+			return 0
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		n, err := c.Down()
+		fmt.Fprintf(stderr, "cluster: down: stopped %d processes (logs kept in %s)\n", n, cfg.Dir)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+	case "status":
+		c, err := cluster.Load(cfg.Dir)
+		if errors.Is(err, cluster.ErrNotUp) {
+			fmt.Fprintln(stderr, "cluster: not up")
+			return 0
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		c.Status(stdout)
+	}
+	return 0
+}
+
+func parse(args []string, getenv func(string) string, stderr io.Writer) (cluster.Config, string, error) {
+	env := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	atoi := func(name, def string) int {
+		n, _ := strconv.Atoi(env(name, def)) // a bad value fails the range checks below
+		return n
+	}
+	root, err := os.Getwd()
+	if err != nil {
+		return cluster.Config{}, "", err
+	}
+	cfg := cluster.Config{Root: root, RedisPassword: getenv("INVENTORY_REDIS_PASSWORD"), Log: stderr}
+	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.Dir, "run-dir", env("RUN_DIR", root+"/.run"), "logs, binary and state file (env RUN_DIR)")
+	fs.IntVar(&cfg.Port, "port", atoi("PORT", "80"), "nginx's port (env PORT)")
+	fs.IntVar(&cfg.Replicas, "replicas", atoi("REPLICAS", "2"), "inventory replicas (env REPLICAS)")
+	fs.StringVar(&cfg.Lock, "lock", env("LOCK", "v1"), "the replicas' -lock (env LOCK)")
+	fs.StringVar(&cfg.Work, "work", env("WORK", "1ms"), "the replicas' -work: business time between reading and writing the stock (env WORK)")
+	fs.Int64Var(&cfg.Stock, "stock", int64(atoi("STOCK", "100")), "stock seeded once, when the key is not set (env STOCK)")
+	fs.BoolVar(&cfg.Pprof, "pprof", env("PPROF", "") != "", "each replica serves Go's profiler on 127.0.0.1:6060, :6061, ... (env PPROF=1)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: go run ./cmd/cluster [flags] up|down|status\n\nThe local cluster: three Redis nodes, the replicas, nginx.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return cfg, "", err
+	}
+	if fs.NArg() != 1 || (fs.Arg(0) != "up" && fs.Arg(0) != "down" && fs.Arg(0) != "status") {
+		return cfg, "", cli.UsageError(stderr, "cluster", "want one of up, down, status; got %q", fs.Args())
+	}
+	if cfg.Replicas < 1 || cfg.Port < 1 || cfg.Port > 65535 || cfg.Stock < 0 {
+		return cfg, "", cli.UsageError(stderr, "cluster", "want REPLICAS >= 1, PORT 1-65535 and STOCK >= 0 (got %d, %d, %d)", cfg.Replicas, cfg.Port, cfg.Stock)
+	}
+	return cfg, fs.Arg(0), nil
+}

@@ -1,0 +1,133 @@
+// Package api is what the inventory service and its clients agree on, written
+// once: the replies' shapes, the error codes and the HTTP status of each, and
+// the service's default addresses and keys. The server, the load test, the
+// scenarios, the bench and the local cluster all import it, so a change to the
+// contract is one edit.
+package api
+
+import "net/http"
+
+// The service's defaults: its port, the stock key and the lock key (the
+// tutorial's), and the independent Redis nodes redlock uses. The local
+// cluster starts its processes where these point.
+const (
+	DefaultPort     = 8080
+	DefaultStockKey = "inventory:001"
+	DefaultLockKey  = "inventoryRedisLock"
+	DefaultRedlock  = "localhost:6381,localhost:6382,localhost:6383"
+)
+
+// Sale is the reply to POST /sale: Sold with Remaining, or Error and Code.
+type Sale struct {
+	Sold      bool   `json:"sold"`
+	Remaining *int64 `json:"remaining,omitempty"`
+	Lock      string `json:"lock"`
+	Replica   string `json:"replica"`
+	Error     string `json:"error,omitempty"`
+	Code      string `json:"code,omitempty"`
+	// Warning reports a sale that went through while its lock did not hold
+	// to the end, or whose release failed: the unit is sold.
+	Warning string `json:"warning,omitempty"`
+}
+
+// Error is every other endpoint's error reply.
+type Error struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+// Stock is the reply to GET and PUT /stock.
+type Stock struct {
+	Key   string `json:"key"`
+	Stock int64  `json:"stock"`
+}
+
+// SetStock is the body of PUT /stock. Stock is a pointer so that a missing
+// field is told apart from 0.
+type SetStock struct {
+	Stock *int64 `json:"stock"`
+}
+
+// Health is the reply to GET /healthz: the replica, the keys it uses (so no
+// tool hard-codes them) and its lock settings (so a report can say what it
+// measured against).
+type Health struct {
+	Status   string            `json:"status"`
+	Replica  string            `json:"replica"`
+	StockKey string            `json:"stock_key"`
+	LockKey  string            `json:"lock_key"`
+	Settings map[string]string `json:"settings,omitempty"`
+}
+
+// The error codes.
+const (
+	CodeSoldOut          = "sold_out"
+	CodeLockTimeout      = "lock_timeout"
+	CodeStockMissing     = "stock_missing"
+	CodeFenced           = "fenced"
+	CodeLeaseLost        = "lease_lost"
+	CodeStockCorrupt     = "stock_corrupt"
+	CodeClientGone       = "client_gone"
+	CodeUnavailable      = "unavailable"
+	CodeBadRequest       = "bad_request"
+	CodeUnauthorized     = "unauthorized"
+	CodeOverrideDisabled = "override_disabled"
+	CodeUnknownLock      = "unknown_lock"
+	CodeUnknownWait      = "unknown_wait"
+	CodeChaosDisabled    = "chaos_disabled"
+	CodeNotFound         = "not_found"
+	CodeNotAllowed       = "method_not_allowed"
+)
+
+// StatusClientGone is nginx's code for a client that closed the request.
+const StatusClientGone = 499
+
+// statuses is the one table from codes to HTTP statuses.
+var statuses = map[string]int{
+	CodeSoldOut:      http.StatusConflict,
+	CodeLockTimeout:  http.StatusServiceUnavailable,
+	CodeStockMissing: http.StatusServiceUnavailable,
+	// Its own status: 409 is "sold out" to every client of this API.
+	CodeFenced:           http.StatusPreconditionFailed,
+	CodeLeaseLost:        http.StatusServiceUnavailable,
+	CodeStockCorrupt:     http.StatusInternalServerError,
+	CodeClientGone:       StatusClientGone,
+	CodeUnavailable:      http.StatusServiceUnavailable,
+	CodeBadRequest:       http.StatusBadRequest,
+	CodeUnauthorized:     http.StatusUnauthorized,
+	CodeOverrideDisabled: http.StatusBadRequest,
+	CodeUnknownLock:      http.StatusBadRequest,
+	CodeUnknownWait:      http.StatusBadRequest,
+	CodeChaosDisabled:    http.StatusBadRequest,
+	CodeNotFound:         http.StatusNotFound,
+	CodeNotAllowed:       http.StatusMethodNotAllowed,
+}
+
+// Status is code's HTTP status (500 for a code not in the table).
+func Status(code string) int {
+	if s, ok := statuses[code]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
+// Outcomes of a /sale request, as the load test and the scenarios count them.
+const (
+	Sold    = "sold"
+	SoldOut = "sold_out"
+	Fenced  = "fenced"
+	Failed  = "failed" // nothing sold: a timeout, a node down, a lost lease, a refused request
+)
+
+// Outcome classifies a /sale reply.
+func Outcome(status int, reply Sale) string {
+	switch {
+	case status == http.StatusOK && reply.Sold:
+		return Sold
+	case reply.Code == CodeSoldOut:
+		return SoldOut
+	case reply.Code == CodeFenced:
+		return Fenced
+	}
+	return Failed
+}

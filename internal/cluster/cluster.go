@@ -1,0 +1,348 @@
+// Package cluster is the local cluster: the tutorial's deployment on one
+// machine, without Docker. Up starts three independent redis-server nodes
+// (no persistence, no replication) where the service's defaults point, the
+// inventory replicas (with -lock-override) on ports from the service's default
+// one upwards, and nginx balancing them; it writes everything it started into
+// one JSON state file. Down stops exactly that. The scenarios, the bench and
+// the end-to-end suite read the same file to find, freeze, kill and restart
+// the processes: one owner for the cluster, and a pid is signalled only after
+// checking that it still runs the command the cluster started.
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/redisconn"
+)
+
+// Config is what Up starts. Zero fields take the defaults below.
+type Config struct {
+	Root     string // the checkout: ./cmd/inventory is built from it, deploy/nginx.conf read
+	Dir      string // the run directory: logs, the binary, the state file; default Root/.run
+	Port     int    // nginx's port; default 80
+	Replicas int    // default 2
+	Lock     string // the replicas' -lock; default v1
+	// Work is the replicas' -work; default 1ms: business time between
+	// reading and writing the stock, which keeps the read-modify-write
+	// window open long enough that v1's and v2's oversell shows in every run.
+	Work  string
+	Stock int64 // seeded once (SET NX); default 100
+	Pprof bool  // each replica serves Go's profiler on 127.0.0.1:6060, :6061, ...
+	// RedisPassword, when set, is required by every node (and given to the
+	// replicas through their environment, INVENTORY_REDIS_PASSWORD).
+	RedisPassword string
+	Log           io.Writer // progress messages; default stderr
+}
+
+func (c Config) withDefaults() Config {
+	if c.Root == "" {
+		c.Root = "."
+	}
+	if c.Dir == "" {
+		c.Dir = filepath.Join(c.Root, ".run")
+	}
+	if c.Port == 0 {
+		c.Port = 80
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 2
+	}
+	if c.Lock == "" {
+		c.Lock = "v1"
+	}
+	if c.Work == "" {
+		c.Work = "1ms"
+	}
+	if c.Stock == 0 {
+		c.Stock = 100
+	}
+	if c.Log == nil {
+		c.Log = os.Stderr
+	}
+	return c
+}
+
+// State is the cluster as Up left it: the state file's content.
+type State struct {
+	Port     int    `json:"port"`
+	URL      string `json:"url"` // the sale endpoint through nginx
+	StockKey string `json:"stock_key"`
+	LockKey  string `json:"lock_key"`
+	// Redis are the nodes: the first holds the stock and the single-node
+	// locks, redlock uses all of them, the last only redlock uses.
+	Redis    []Proc `json:"redis"`
+	Replicas []Proc `json:"replicas"`
+	Nginx    Proc   `json:"nginx"`
+	// RedisPassword is needed to watch the nodes; the file is private.
+	RedisPassword string `json:"redis_password,omitempty"`
+}
+
+// StockNode is the node of the stock and the single-node locks.
+func (s *State) StockNode() Proc { return s.Redis[0] }
+
+// SpareNode is a node only redlock uses.
+func (s *State) SpareNode() Proc { return s.Redis[len(s.Redis)-1] }
+
+// Addrs lists every process's address, in stop order.
+func (s State) Addrs() []string {
+	var addrs []string
+	for _, p := range s.procs() {
+		addrs = append(addrs, p.Addr)
+	}
+	return addrs
+}
+
+// procs lists every process in stop order: nginx, then the replicas (which
+// finish their sales), then Redis.
+func (s *State) procs() []*Proc {
+	return append(append([]*Proc{&s.Nginx}, ptrs(s.Replicas)...), ptrs(s.Redis)...)
+}
+
+// Cluster is a running local cluster, as its state file describes it.
+type Cluster struct {
+	dir   string
+	State State
+}
+
+// stateFile is the state file in dir.
+func stateFile(dir string) string { return filepath.Join(dir, "cluster.json") }
+
+// ErrNotUp means there is no state file: the cluster was not started in that
+// run directory (or has been stopped).
+var ErrNotUp = errors.New("cluster: not up")
+
+// Load reads the state of the cluster whose run directory is dir.
+func Load(dir string) (*Cluster, error) {
+	raw, err := os.ReadFile(stateFile(dir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w in %s (start it with make up, or give its run directory)", ErrNotUp, dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{dir: dir}
+	if err := json.Unmarshal(raw, &c.State); err != nil {
+		return nil, fmt.Errorf("cluster: %s: %w", stateFile(dir), err)
+	}
+	return c, nil
+}
+
+func (c *Cluster) save() error {
+	raw, err := json.MarshalIndent(c.State, "", "  ")
+	if err != nil {
+		return err
+	}
+	// Private: it may hold the Redis password.
+	return os.WriteFile(stateFile(c.dir), append(raw, '\n'), 0o600)
+}
+
+// Running counts the cluster's processes that still run, of all.
+func (c *Cluster) Running() (running, all int) {
+	for _, p := range c.State.procs() {
+		if p.Pid > 0 {
+			all++
+			if p.alive() {
+				running++
+			}
+		}
+	}
+	return running, all
+}
+
+// Status writes one line per process: up or down, and its pid.
+func (c *Cluster) Status(w io.Writer) {
+	for _, p := range c.State.procs() {
+		state := "down"
+		if p.alive() {
+			state = "up  "
+		}
+		fmt.Fprintf(w, "%s  %-12s %-16s pid %d\n", state, p.Name, p.Addr, p.Pid)
+	}
+}
+
+// Down stops every process the cluster started and removes the state file;
+// logs stay in the run directory. It returns how many processes it stopped.
+func (c *Cluster) Down() (int, error) {
+	stopped := 0
+	var errs []error
+	for _, p := range c.State.procs() {
+		ran, err := p.stop(20 * time.Second)
+		if ran {
+			stopped++
+		}
+		errs = append(errs, err)
+	}
+	if err := os.Remove(stateFile(c.dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		errs = append(errs, err)
+	}
+	return stopped, errors.Join(errs...)
+}
+
+// Freeze stops the named process with SIGSTOP (it answers nothing and keeps
+// its state: a long GC pause, a frozen VM) or, with frozen false, resumes it.
+func (c *Cluster) Freeze(name string, frozen bool) error {
+	p, err := c.proc(name)
+	if err != nil {
+		return err
+	}
+	if frozen {
+		return p.signal(syscall.SIGSTOP)
+	}
+	return p.signal(syscall.SIGCONT)
+}
+
+// Kill kills the named process with SIGKILL, as a crash would (no release,
+// no watchdog stop), and returns what starts it again as it was (same
+// arguments, environment and log; a Redis node comes back empty) and waits
+// until it answers.
+func (c *Cluster) Kill(name string) (restart func(context.Context) error, err error) {
+	p, err := c.proc(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.signal(syscall.SIGKILL); err != nil {
+		return nil, err
+	}
+	pid := p.Pid
+	return func(ctx context.Context) error {
+		if !waitGone(pid, 10*time.Second) {
+			return fmt.Errorf("cluster: %s (pid %d) did not exit after SIGKILL", name, pid)
+		}
+		return c.restart(ctx, p)
+	}, nil
+}
+
+func (c *Cluster) proc(name string) (*Proc, error) {
+	for _, p := range c.State.procs() {
+		if p.Name == name {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("cluster: no process %q", name)
+}
+
+// restart starts p again and waits until it answers. The killed process's
+// port is free once the kernel has reaped it, so a start that exits at once
+// (the port still taken) is tried again.
+func (c *Cluster) restart(ctx context.Context, p *Proc) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if err := p.start(); err != nil {
+			return err
+		}
+		err := c.ready(ctx, p, 2*time.Second)
+		if err == nil {
+			return c.save()
+		}
+		if p.alive() || time.Now().After(deadline) {
+			return fmt.Errorf("cluster: %s did not come back: %w", p.Name, err)
+		}
+	}
+}
+
+// ready waits until p answers: PING for a Redis node, /readyz for a replica,
+// /healthz through it for nginx.
+func (c *Cluster) ready(ctx context.Context, p *Proc, limit time.Duration) error {
+	switch {
+	case p.Name == "nginx":
+		return waitUntil(ctx, limit, p.Name, func() bool { return p.alive() && httpOK(ctx, "http://"+p.Addr+"/healthz") })
+	case strings.HasPrefix(p.Name, "redis"):
+		rdb := redisconn.New(p.Addr, c.State.RedisPassword)
+		defer rdb.Close()
+		return waitUntil(ctx, limit, p.Name, func() bool { return p.alive() && listening(p.Addr) && rdb.Ping(ctx).Err() == nil })
+	default:
+		return waitUntil(ctx, limit, p.Name, func() bool { return p.alive() && httpOK(ctx, "http://"+p.Addr+"/readyz") })
+	}
+}
+
+// listening reports whether something accepts connections at addr. Dialling
+// first keeps go-redis from logging every refused dial of a starting node.
+func listening(addr string) bool {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+func httpOK(ctx context.Context, url string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer res.Body.Close()
+	_, _ = io.Copy(io.Discard, res.Body)
+	return res.StatusCode == http.StatusOK
+}
+
+// health reads a replica's /healthz: the keys it uses.
+func health(ctx context.Context, addr string) (api.Health, error) {
+	var h api.Health
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
+	if err != nil {
+		return h, err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return h, err
+	}
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(&h); err != nil {
+		return h, fmt.Errorf("cluster: %s/healthz: %w", addr, err)
+	}
+	return h, nil
+}
+
+// portOf is addr's port.
+func portOf(addr string) int {
+	_, p, _ := net.SplitHostPort(addr)
+	n, _ := strconv.Atoi(p)
+	return n
+}
+
+// redisPorts are the ports of the service's default redlock nodes: where the
+// cluster starts its Redis.
+func redisPorts() []int {
+	nodes, err := redisconn.ParseList(api.DefaultRedlock)
+	if err != nil {
+		panic("cluster: api.DefaultRedlock: " + err.Error())
+	}
+	ports := make([]int, len(nodes))
+	for i, n := range nodes {
+		ports[i] = portOf(n)
+	}
+	return ports
+}
+
+// gomaxprocs gives each replica its share of the cores, as a container's CPU
+// limit would (Go sizes GOMAXPROCS from that limit): two Go runtimes each
+// scheduling on every core of a 2-core machine spend it spinning against each
+// other (measured: ~1.2x the locked sales/s with the share). GOMAXPROCS in the
+// environment wins.
+func gomaxprocs(replicas int) string {
+	if v := os.Getenv("GOMAXPROCS"); v != "" {
+		return v
+	}
+	return strconv.Itoa(max(1, runtime.NumCPU()/replicas))
+}

@@ -1,0 +1,56 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+)
+
+// ensureTools installs redis-server, nginx and curl with apt-get on
+// Debian/Ubuntu when they are missing; elsewhere it says how to.
+func ensureTools(log io.Writer) error {
+	var missing, pkgs []string
+	for _, t := range []struct{ bin, pkg string }{{"redis-server", "redis-server"}, {"nginx", "nginx-light"}, {"curl", "curl"}} {
+		if !executable(lookPath(t.bin)) {
+			missing, pkgs = append(missing, t.bin), append(pkgs, t.pkg)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if _, err := os.Stat("/etc/debian_version"); err != nil || !executable(lookPath("apt-get")) {
+		if runtime.GOOS == "darwin" {
+			return fmt.Errorf("cluster: missing %s; install them: brew install redis nginx curl", strings.Join(missing, ", "))
+		}
+		return fmt.Errorf("cluster: missing %s; install them with your package manager, e.g. dnf install redis nginx curl", strings.Join(missing, ", "))
+	}
+	fmt.Fprintf(log, "cluster: %s not found: installing %s with apt-get\n", strings.Join(missing, ", "), strings.Join(pkgs, " "))
+	sudo := []string{}
+	if os.Geteuid() != 0 {
+		sudo = []string{"sudo"}
+	}
+	run := func(args ...string) error {
+		argv := append(sudo[:len(sudo):len(sudo)], args...)
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		cmd.Stdout, cmd.Stderr = io.Discard, log
+		return cmd.Run()
+	}
+	if err := errors.Join(run("apt-get", "update", "-qq"),
+		run(append([]string{"apt-get", "install", "-y", "-qq", "--no-install-recommends"}, pkgs...)...)); err != nil {
+		return fmt.Errorf("cluster: installing %s: %w", strings.Join(pkgs, " "), err)
+	}
+	// On a systemd host the package also starts the system nginx on port 80,
+	// where the cluster's own nginx is to listen. It was installed just now,
+	// for this, so stop it rather than fail on a taken port.
+	if strings.Contains(strings.Join(pkgs, " "), "nginx") && executable(lookPath("systemctl")) &&
+		exec.Command("systemctl", "is-active", "--quiet", "nginx").Run() == nil {
+		fmt.Fprintln(log, "cluster: stopping and disabling the system nginx service the package started (the cluster runs its own nginx)")
+		_ = run("systemctl", "disable", "--now", "nginx")
+	}
+	return nil
+}

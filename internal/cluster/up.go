@@ -1,0 +1,207 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/redisconn"
+)
+
+// ErrAlreadyUp means every process of the cluster in that run directory
+// runs: Up started nothing and returned the running cluster.
+var ErrAlreadyUp = errors.New("cluster: already up")
+
+// Up starts the cluster cfg describes and returns it. With the cluster
+// already up in cfg.Dir it starts nothing and returns it with ErrAlreadyUp;
+// partly up is an error. A port already in use is an error naming it, and
+// nothing is started; a start that fails stops whatever was started.
+func Up(ctx context.Context, cfg Config) (*Cluster, error) {
+	cfg = cfg.withDefaults()
+	if c, err := Load(cfg.Dir); err == nil {
+		switch running, all := c.Running(); {
+		case running == all:
+			return c, ErrAlreadyUp
+		case running > 0:
+			return nil, fmt.Errorf("cluster: partly up (%d of %d processes running): run make down first", running, all)
+		}
+	}
+	if cfg.Replicas < 1 || cfg.Port < 1 || cfg.Port > 65535 {
+		return nil, fmt.Errorf("cluster: want REPLICAS >= 1 and PORT 1-65535, got %d and %d", cfg.Replicas, cfg.Port)
+	}
+	if err := ensureTools(cfg.Log); err != nil {
+		return nil, err
+	}
+	c := &Cluster{dir: cfg.Dir, State: Plan(cfg)}
+	for _, p := range c.State.procs() {
+		if listening(p.Addr) {
+			return nil, fmt.Errorf("cluster: port %d is already in use (needed for %s); free it%s", portOf(p.Addr), p.Name, portHint(p))
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "nginx", "tmp"), 0o755); err != nil {
+		return nil, err
+	}
+	if err := c.start(ctx, cfg); err != nil {
+		_, _ = c.Down()
+		return nil, fmt.Errorf("%w (stopped what was started)", err)
+	}
+	return c, nil
+}
+
+func portHint(p *Proc) string {
+	if p.Name == "nginx" {
+		return " or choose another: PORT=8000 make up"
+	}
+	return " and try again"
+}
+
+// Plan lays out every process Up would start for cfg: names, addresses,
+// command lines, logs (no pids: nothing is started).
+func Plan(cfg Config) State {
+	cfg = cfg.withDefaults()
+	s := State{Port: cfg.Port, URL: fmt.Sprintf("http://127.0.0.1:%d/sale", cfg.Port), RedisPassword: cfg.RedisPassword}
+	var redlock string
+	for _, port := range redisPorts() {
+		name, addr := "redis-"+strconv.Itoa(port), "127.0.0.1:"+strconv.Itoa(port)
+		args := []string{lookPath("redis-server"), "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", cfg.Dir}
+		if cfg.RedisPassword != "" {
+			args = append(args, "--requirepass", cfg.RedisPassword)
+		}
+		s.Redis = append(s.Redis, Proc{Name: name, Addr: addr, Args: args, Log: filepath.Join(cfg.Dir, name+".log")})
+		if redlock != "" {
+			redlock += ","
+		}
+		redlock += addr
+	}
+	bin := filepath.Join(cfg.Dir, "bin", "inventory")
+	for i := 1; i <= cfg.Replicas; i++ {
+		name, port := "inventory-"+strconv.Itoa(i), api.DefaultPort+i-1
+		args := []string{bin, "-port", strconv.Itoa(port), "-name", name, "-lock", cfg.Lock, "-lock-override",
+			"-work", cfg.Work, "-redis", s.Redis[0].Addr, "-redlock", redlock}
+		if cfg.Pprof {
+			args = append(args, "-pprof", "127.0.0.1:"+strconv.Itoa(6060+i-1))
+		}
+		env := []string{"GOMAXPROCS=" + gomaxprocs(cfg.Replicas)}
+		if cfg.RedisPassword != "" {
+			env = append(env, "INVENTORY_REDIS_PASSWORD="+cfg.RedisPassword)
+		}
+		s.Replicas = append(s.Replicas, Proc{Name: name, Addr: "127.0.0.1:" + strconv.Itoa(port), Args: args, Env: env,
+			Log: filepath.Join(cfg.Dir, name+".log")})
+	}
+	nginxDir := filepath.Join(cfg.Dir, "nginx")
+	s.Nginx = Proc{Name: "nginx", Addr: "127.0.0.1:" + strconv.Itoa(cfg.Port), Log: filepath.Join(nginxDir, "error.log"),
+		Args: []string{lookPath("nginx"), "-p", nginxDir, "-c", filepath.Join(nginxDir, "nginx.conf"),
+			"-e", filepath.Join(nginxDir, "error.log"), "-g", "daemon off;"}}
+	return s
+}
+
+// start builds the service and starts the nodes, the replicas and nginx, each
+// once the ones it needs answer, then saves the state.
+func (c *Cluster) start(ctx context.Context, cfg Config) error {
+	say := func(format string, args ...any) { fmt.Fprintf(cfg.Log, "cluster: "+format+"\n", args...) }
+	say("building the service")
+	build := exec.CommandContext(ctx, "go", "build", "-o", c.State.Replicas[0].Args[0], "./cmd/inventory")
+	build.Dir, build.Stdout, build.Stderr = cfg.Root, cfg.Log, cfg.Log
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("cluster: go build ./cmd/inventory: %w", err)
+	}
+	if err := c.startAll(ctx, ptrs(c.State.Redis), 10*time.Second); err != nil {
+		return err
+	}
+	if err := c.startAll(ctx, ptrs(c.State.Replicas), 15*time.Second); err != nil {
+		return err
+	}
+	if err := c.seed(ctx, cfg.Stock); err != nil {
+		return err
+	}
+	if err := renderNginx(cfg, c.State); err != nil {
+		return err
+	}
+	n := c.State.Nginx
+	if out, err := exec.CommandContext(ctx, n.Args[0], "-t", "-q", "-p", n.Args[2], "-c", n.Args[4], "-e", n.Log).CombinedOutput(); err != nil {
+		return fmt.Errorf("cluster: nginx -t: %w: %s", err, out)
+	}
+	if err := c.startAll(ctx, []*Proc{&c.State.Nginx}, 10*time.Second); err != nil {
+		return err
+	}
+	if err := c.save(); err != nil {
+		return err
+	}
+	url := "http://localhost"
+	if cfg.Port != 80 {
+		url += ":" + strconv.Itoa(cfg.Port)
+	}
+	say("up: nginx %s -> %d replicas (%s...) with -lock %s -work %s, GOMAXPROCS %s; redis %s...; logs in %s",
+		url, cfg.Replicas, c.State.Replicas[0].Addr, cfg.Lock, cfg.Work, gomaxprocs(cfg.Replicas), c.State.Redis[0].Addr, cfg.Dir)
+	say("try: curl -X POST %s/sale    |    go run ./loadtest -url %s/sale -lock all    |    make down", url, url)
+	return nil
+}
+
+// startAll starts procs (in place, so their pids are kept) and waits until
+// each answers. The state is saved after each start, so a failure stops them.
+func (c *Cluster) startAll(ctx context.Context, procs []*Proc, limit time.Duration) error {
+	for _, p := range procs {
+		if err := p.start(); err != nil {
+			return err
+		}
+		if err := c.save(); err != nil {
+			return err
+		}
+	}
+	for _, p := range procs {
+		if err := c.ready(ctx, p, limit); err != nil {
+			return fmt.Errorf("%w; log: %s", err, p.Log)
+		}
+	}
+	return nil
+}
+
+func ptrs(ps []Proc) []*Proc {
+	out := make([]*Proc, len(ps))
+	for i := range ps {
+		out[i] = &ps[i]
+	}
+	return out
+}
+
+// seed sets the stock once, as the tutorial does with redis-cli (a later up
+// keeps it), on the key the replicas report, and records the keys.
+func (c *Cluster) seed(ctx context.Context, stock int64) error {
+	h, err := health(ctx, c.State.Replicas[0].Addr)
+	if err != nil {
+		return err
+	}
+	c.State.StockKey, c.State.LockKey = h.StockKey, h.LockKey
+	rdb := redisconn.New(c.State.StockNode().Addr, c.State.RedisPassword)
+	defer rdb.Close()
+	if err := rdb.SetNX(ctx, h.StockKey, stock, 0).Err(); err != nil {
+		return fmt.Errorf("cluster: seed %s: %w", h.StockKey, err)
+	}
+	return nil
+}
+
+// lookPath is name's full path, or name when it is not on the PATH (nginx
+// lives in /usr/sbin, outside a user's PATH on Debian).
+func lookPath(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	for _, dir := range []string{"/usr/sbin", "/usr/local/sbin"} {
+		if p := filepath.Join(dir, name); executable(p) {
+			return p
+		}
+	}
+	return name
+}
+
+func executable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
+}

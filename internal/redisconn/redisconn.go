@@ -1,0 +1,65 @@
+// Package redisconn is how every part of the project connects to Redis: one
+// set of client options (so the bench measures the client the service runs)
+// and one parser of node lists (-redlock, the bench's and the load test's
+// flags).
+package redisconn
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Options are the client options for the node at addr. Short network
+// timeouts: a dead node must turn into a 503 quickly, not hold a request for
+// go-redis's default 3 s per attempt; and no retries, so one command is one
+// attempt and its outcome is the reply's.
+func Options(addr, password string) *redis.Options {
+	return &redis.Options{Addr: addr, Password: password,
+		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
+		MaxRetries: -1, DialerRetries: 1, PoolSize: 128}
+}
+
+// New returns a client for the node at addr.
+func New(addr, password string) *redis.Client { return redis.NewClient(Options(addr, password)) }
+
+// NewAll returns a client for each of addrs, as redlock takes them.
+func NewAll(addrs []string, password string) []redis.UniversalClient {
+	clients := make([]redis.UniversalClient, len(addrs))
+	for i, a := range addrs {
+		clients[i] = New(a, password)
+	}
+	return clients
+}
+
+// CloseAll closes every client, keeping every error.
+func CloseAll(clients []redis.UniversalClient) error {
+	var errs []error
+	for _, c := range clients {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// ParseList parses a comma-separated list of host:port nodes, blanks ignored.
+func ParseList(s string) ([]string, error) {
+	var nodes []string
+	for n := range strings.SplitSeq(s, ",") {
+		n = strings.TrimSpace(n)
+		if n == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(n); err != nil {
+			return nil, fmt.Errorf("node %q: want host:port", n)
+		}
+		nodes = append(nodes, n)
+	}
+	if len(nodes) == 0 {
+		return nil, errors.New("want at least one host:port")
+	}
+	return nodes, nil
+}
