@@ -22,28 +22,17 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"runtime"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/locklab/locklab/internal/cli"
-	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/loadtest"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 type options struct {
 	url         string
@@ -55,10 +44,8 @@ type options struct {
 	readme      string
 }
 
-func parse(args []string, stderr io.Writer) (options, error) {
-	var o options
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func parse(args []string, stderr io.Writer) (o options, err error) {
+	fs := cli.FlagSet("bench", "Usage: go run ./bench [flags]\n\nMeasures every version against the machine's ceilings on a running local cluster started with -work 0 (make bench does it all).", stderr)
 	fs.StringVar(&o.url, "url", "http://localhost/sale", "the cluster's /sale endpoint, through nginx")
 	fs.StringVar(&o.runDir, "run-dir", ".run", "the local cluster's run directory: its state file names the Redis nodes (the serial ceilings use keys bench:* there) and the replicas (their memory and /metrics)")
 	fs.DurationVar(&o.duration, "duration", 5*time.Second, "how long each version runs through nginx")
@@ -66,15 +53,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.concurrency, "c", 64, "concurrent requests through nginx")
 	fs.StringVar(&o.jsonOut, "json", "bench.json", "write the results here as JSON (empty: do not)")
 	fs.StringVar(&o.readme, "readme", "", "also write the table into this Markdown file, between its bench markers")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: go run ./bench [flags]\n\nMeasures every version against the machine's ceilings on a running local cluster started with -work 0 (make bench does it all).\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, 0); err != nil {
 		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, cli.UsageError(stderr, "bench", "unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	if o.duration <= 0 || o.ceilingTime <= 0 || o.concurrency < 1 {
 		return o, cli.UsageError(stderr, "bench", "-duration and -ceiling-duration must be > 0, -c >= 1")
@@ -82,13 +62,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, _ func(string) string, stdout, stderr io.Writer) int {
 	o, err := parse(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
 	if err != nil {
-		return 2
+		return cli.Status(err)
 	}
 	rep, err := measure(ctx, o, stderr)
 	if err != nil {
@@ -118,39 +95,4 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, "bench: every target met")
 	return 0
-}
-
-// replicaMemory reads each replica's peak resident memory (VmHWM): the most
-// it has used since it started.
-func replicaMemory(reps []cluster.Proc) (map[string]float64, error) {
-	mem := map[string]float64{}
-	for _, r := range reps {
-		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", r.Pid))
-		if err != nil {
-			return nil, fmt.Errorf("replica %s: %w", r.Name, err)
-		}
-		for line := range strings.SplitSeq(string(status), "\n") {
-			if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-				kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
-				if err != nil {
-					return nil, fmt.Errorf("replica %s: VmHWM %q: %w", r.Name, v, err)
-				}
-				mem[r.Name] = kb / 1024
-			}
-		}
-	}
-	return mem, nil
-}
-
-func machine() string {
-	model := "unknown CPU"
-	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for line := range strings.SplitSeq(string(raw), "\n") {
-			if v, ok := strings.CutPrefix(line, "model name"); ok {
-				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
-				break
-			}
-		}
-	}
-	return fmt.Sprintf("%s, %d cores, %s/%s", model, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
 }

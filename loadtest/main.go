@@ -9,15 +9,11 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/locklab/locklab/internal/cli"
 
@@ -28,11 +24,7 @@ import (
 	"golang.org/x/term"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 type options struct {
 	cfg        loadtest.Config
@@ -49,8 +41,7 @@ type options struct {
 
 func parse(args []string, stderr io.Writer) (options, error) {
 	var o options
-	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.FlagSet("loadtest", "Usage: go run ./loadtest [flags]\n\nCompares lock versions by remaining stock through a running cluster (make up).", stderr)
 	fs.StringVar(&o.cfg.URL, "url", "http://localhost/sale", "the service's /sale endpoint (through nginx)")
 	fs.IntVar(&o.cfg.Requests, "n", 1000, "requests per version")
 	fs.IntVar(&o.cfg.Concurrency, "c", 100, "concurrent requests")
@@ -69,15 +60,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		o.notes = append(o.notes, s)
 		return nil
 	})
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: go run ./loadtest [flags]\n\nCompares lock versions by remaining stock through a running cluster (make up).\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, 0); err != nil {
 		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, cli.UsageError(stderr, "loadtest", "unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	if o.cfg.Requests < 1 || o.cfg.Concurrency < 1 || o.cfg.Stock < 0 {
 		return o, cli.UsageError(stderr, "loadtest", "-n and -c must be >= 1 and -stock >= 0")
@@ -90,7 +74,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, nil
 	}
 	if o.scenario != "" {
-		if _, ok := scenario.Lookup(o.scenario); !ok && o.scenario != "all" {
+		if !slices.Contains(scenario.Names(), o.scenario) && o.scenario != "all" {
 			return o, cli.UsageError(stderr, "loadtest", "-scenario %q: want %s or all", o.scenario, scenarioNames())
 		}
 	}
@@ -124,13 +108,10 @@ func parseLocks(s string) ([]string, error) {
 	return locks, nil
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, _ func(string) string, stdout, stderr io.Writer) int {
 	o, err := parse(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
 	if err != nil {
-		return 2
+		return cli.Status(err)
 	}
 	o.cfg.Client = loadtest.NewClient(o.cfg.Concurrency)
 	if o.scenario != "" {

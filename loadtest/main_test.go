@@ -30,7 +30,7 @@ func TestExitStatus(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			if got := run(context.Background(), tc.args, &stdout, &stderr); got != tc.status {
+			if got := run(context.Background(), tc.args, nil, &stdout, &stderr); got != tc.status {
 				t.Fatalf("exit %d, want %d\n%s", got, tc.status, stderr.String())
 			}
 			if !strings.Contains(stderr.String(), tc.says) {

@@ -18,13 +18,7 @@ import (
 	"github.com/locklab/locklab/internal/versions"
 )
 
-func scenarioNames() string {
-	var names []string
-	for _, s := range scenario.All {
-		names = append(names, s.Name)
-	}
-	return strings.Join(names, ", ")
-}
+func scenarioNames() string { return strings.Join(scenario.Names(), ", ") }
 
 // runScenarios runs the chosen scenarios against every chosen version they
 // apply to, prints expected against observed, and exits 1 if any differ.

@@ -11,71 +11,55 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
+	"slices"
 	"strconv"
-	"syscall"
 
 	"github.com/locklab/locklab/internal/cli"
 	"github.com/locklab/locklab/internal/cluster"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
-}
+// verbs are what the command does.
+var verbs = []string{"up", "down", "status"}
+
+func main() { cli.Main(run) }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	cfg, verb, err := parse(args, getenv, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
 	if err != nil {
-		return 2
+		return cli.Status(err)
 	}
-	switch verb {
-	case "up":
+	if verb == "up" {
 		c, err := cluster.Up(ctx, cfg)
-		if errors.Is(err, cluster.ErrAlreadyUp) {
+		switch {
+		case errors.Is(err, cluster.ErrAlreadyUp):
 			fmt.Fprintf(stderr, "cluster: already up (run dir %s); 'make down' stops it\n", cfg.Dir)
 			c.Status(stdout)
-			return 0
-		}
-		if err != nil {
+		case err != nil:
 			fmt.Fprintln(stderr, err)
 			return 1
 		}
-	case "down":
-		c, err := cluster.Load(cfg.Dir)
-		if errors.Is(err, cluster.ErrNotUp) {
-			fmt.Fprintln(stderr, "cluster: nothing to stop")
-			return 0
-		}
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
-		n, err := c.Down()
-		fmt.Fprintf(stderr, "cluster: down: stopped %d processes (logs kept in %s)\n", n, cfg.Dir)
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
-	case "status":
-		c, err := cluster.Load(cfg.Dir)
-		if errors.Is(err, cluster.ErrNotUp) {
-			fmt.Fprintln(stderr, "cluster: not up")
-			return 0
-		}
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
-		}
+		return 0
+	}
+	c, err := cluster.Load(cfg.Dir)
+	switch {
+	case errors.Is(err, cluster.ErrNotUp):
+		fmt.Fprintln(stderr, "cluster: not up: nothing to", verb)
+		return 0
+	case err != nil:
+		fmt.Fprintln(stderr, err)
+		return 1
+	case verb == "status":
 		c.Status(stdout)
+		return 0
+	}
+	n, err := c.Down()
+	fmt.Fprintf(stderr, "cluster: down: stopped %d processes (logs kept in %s)\n", n, cfg.Dir)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
 	}
 	return 0
 }
@@ -96,8 +80,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (cluster
 		return cluster.Config{}, "", err
 	}
 	cfg := cluster.Config{Root: root, RedisPassword: getenv("INVENTORY_REDIS_PASSWORD"), Log: stderr}
-	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.FlagSet("cluster", "Usage: go run ./cmd/cluster [flags] up|down|status\n\nThe local cluster: three Redis nodes, the replicas, nginx.", stderr)
 	fs.StringVar(&cfg.Dir, "run-dir", env("RUN_DIR", root+"/.run"), "logs, binary and state file (env RUN_DIR)")
 	fs.IntVar(&cfg.Port, "port", atoi("PORT", "80"), "nginx's port (env PORT)")
 	fs.IntVar(&cfg.Replicas, "replicas", atoi("REPLICAS", "2"), "inventory replicas (env REPLICAS)")
@@ -105,14 +88,10 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (cluster
 	fs.StringVar(&cfg.Work, "work", env("WORK", "1ms"), "the replicas' -work: business time between reading and writing the stock (env WORK)")
 	fs.Int64Var(&cfg.Stock, "stock", int64(atoi("STOCK", "100")), "stock seeded once, when the key is not set (env STOCK)")
 	fs.BoolVar(&cfg.Pprof, "pprof", env("PPROF", "") != "", "each replica serves Go's profiler on 127.0.0.1:6060, :6061, ... (env PPROF=1)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: go run ./cmd/cluster [flags] up|down|status\n\nThe local cluster: three Redis nodes, the replicas, nginx.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, 1); err != nil {
 		return cfg, "", err
 	}
-	if fs.NArg() != 1 || (fs.Arg(0) != "up" && fs.Arg(0) != "down" && fs.Arg(0) != "status") {
+	if !slices.Contains(verbs, fs.Arg(0)) {
 		return cfg, "", cli.UsageError(stderr, "cluster", "want one of up, down, status; got %q", fs.Args())
 	}
 	if cfg.Replicas < 1 || cfg.Port < 1 || cfg.Port > 65535 || cfg.Stock < 0 {

@@ -56,8 +56,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	host, _ := os.Hostname()
 	cfg := config{}
 	cfg.Redlock, _ = redisconn.ParseList(api.DefaultRedlock)
-	fs := flag.NewFlagSet("inventory", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cli.FlagSet("inventory", "Usage: inventory [flags]\n\nSells one unit of stock per POST /sale under the chosen lock version.\n"+
+		"Every flag can also be set by its environment variable (-acquire-timeout: "+envName("acquire-timeout")+"); a flag wins.", stderr)
 	fs.IntVar(&cfg.Port, "port", api.DefaultPort, "HTTP port")
 	fs.StringVar(&cfg.Name, "name", host, "replica name, reported in every reply")
 	fs.StringVar(&cfg.Lock, "lock", "v1", "lock version: one of "+strings.Join(versions.Names(), " "))
@@ -84,11 +84,6 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&cfg.Pprof, "pprof", "", "serve Go's profiler (net/http/pprof) on this address, e.g. localhost:6060 (empty: off); a separate listener, never behind nginx")
 	fs.StringVar(&cfg.Probe, "probe", "", "GET this URL, exit 0 on a 200 and 1 otherwise, and do nothing else (a container healthcheck with no curl)")
 	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: inventory [flags]\n\nSells one unit of stock per POST /sale under the chosen lock version.\n"+
-			"Every flag can also be set by its environment variable (-acquire-timeout: %s); a flag wins.\n\n", envName("acquire-timeout"))
-		fs.PrintDefaults()
-	}
 
 	// Environment first, so the command line overrides it.
 	var envErr error
@@ -103,11 +98,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		fmt.Fprintln(stderr, envErr)
 		return cfg, envErr
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args, 0); err != nil {
 		return cfg, err
-	}
-	if fs.NArg() > 0 {
-		return cfg, cli.UsageError(stderr, "inventory", "unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	if err := cfg.validate(); err != nil {
 		return cfg, cli.UsageError(stderr, "inventory", "%s", err)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/internal/api"
 )
 
 func env(kv map[string]string) func(string) string {
@@ -19,15 +21,15 @@ func TestFlagsAndEnvironment(t *testing.T) {
 		want func(config) bool
 	}{
 		"defaults": {nil, nil, func(c config) bool {
-			return c.Port == 8080 && c.Lock == "v1" && c.Redis == "localhost:6379" && c.TTL == 20*time.Second &&
-				c.Retry == 20*time.Millisecond && c.AcquireTimeout == 10*time.Second && c.Key == "inventory:001" &&
-				c.LockKey == "inventoryRedisLock" && !c.LockOverride && strings.Join(c.Redlock, ",") == "localhost:6381,localhost:6382,localhost:6383"
+			return c.Port == api.DefaultPort && c.Lock == "v1" && c.Redis == "localhost:6379" && c.TTL == 20*time.Second &&
+				c.Retry == 20*time.Millisecond && c.AcquireTimeout == 10*time.Second && c.Key == api.DefaultStockKey &&
+				c.LockKey == api.DefaultLockKey && !c.LockOverride && strings.Join(c.Redlock, ",") == api.DefaultRedlock
 		}},
 		"env": {nil, map[string]string{"INVENTORY_LOCK": "v6", "INVENTORY_ACQUIRE_TIMEOUT": "2s", "INVENTORY_LOCK_OVERRIDE": "true", "INVENTORY_REDLOCK": "a:1, b:2"},
 			func(c config) bool {
 				return c.Lock == "v6" && c.AcquireTimeout == 2*time.Second && c.LockOverride && strings.Join(c.Redlock, ",") == "a:1,b:2"
 			}},
-		"flag wins": {[]string{"-lock", "redlock", "-port", "9000"}, map[string]string{"INVENTORY_LOCK": "v6", "INVENTORY_PORT": "8081"},
+		"flag wins": {[]string{"-lock", "redlock", "-port", "9000"}, map[string]string{"INVENTORY_LOCK": "v6", "INVENTORY_PORT": "9001"},
 			func(c config) bool { return c.Lock == "redlock" && c.Port == 9000 }},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -63,7 +65,7 @@ func TestExitStatus(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stderr bytes.Buffer
-			if got := run(context.Background(), tc.args, env(tc.env), &stderr); got != tc.status {
+			if got := run(context.Background(), tc.args, env(tc.env), nil, &stderr); got != tc.status {
 				t.Fatalf("exit %d, want %d; stderr:\n%s", got, tc.status, stderr.String())
 			}
 			if !strings.Contains(stderr.String(), tc.says) {

@@ -5,20 +5,17 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	_ "net/http/pprof" // served only with -pprof, on its own listener
-	"os"
-	"os/signal"
 	"slices"
 	"strconv"
-	"syscall"
 	"time"
 
+	"github.com/locklab/locklab/internal/cli"
 	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/locklab/locklab/internal/metrics"
 	"github.com/locklab/locklab/internal/redisconn"
@@ -28,21 +25,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stderr))
-}
+func main() { cli.Main(run) }
 
 // run is the whole program; it returns the exit status: 0 after a clean stop,
 // 1 when the service fails, 2 for bad flags.
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) int {
+func run(ctx context.Context, args []string, getenv func(string) string, _, stderr io.Writer) int {
 	cfg, err := parseConfig(args, getenv, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
 	if err != nil {
-		return 2
+		return cli.Status(err)
 	}
 	if cfg.Probe != "" {
 		return probe(ctx, cfg.Probe, stderr)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/redis/go-redis/v9"
@@ -34,7 +35,7 @@ func setup(t *testing.T, stock int) (*redistest.Server, *redis.Client, int, stri
 	t.Helper()
 	srv := redistest.Start(t)
 	rdb := srv.Client()
-	if err := rdb.Set(context.Background(), "inventory:001", stock, 0).Err(); err != nil {
+	if err := rdb.Set(context.Background(), api.DefaultStockKey, stock, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	port := redistest.FreePort(t)
@@ -102,7 +103,7 @@ func TestProcessStopsCleanly(t *testing.T) {
 	}()
 	// The sale is in flight once its lock exists.
 	locktest.WaitFor(t, 10*time.Second, "the sale to take its lock", func() bool {
-		return rdb.Exists(ctx, "inventoryRedisLock").Val() == 1
+		return rdb.Exists(ctx, api.DefaultLockKey).Val() == 1
 	})
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -119,7 +120,7 @@ func TestProcessStopsCleanly(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("did not exit within 20s of SIGTERM")
 	}
-	if rdb.Exists(ctx, "inventoryRedisLock").Val() != 0 {
+	if rdb.Exists(ctx, api.DefaultLockKey).Val() != 0 {
 		t.Fatal("lock left behind after shutdown")
 	}
 	if _, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second); err == nil {

@@ -1,10 +1,61 @@
-// Package cli holds what the project's commands share on their command line.
+// Package cli holds what the project's commands share on their command line:
+// how they start, parse their flags and report usage errors.
 package cli
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 )
+
+// Main runs a command. run gets a context that SIGINT and SIGTERM cancel, the
+// arguments, the environment and the standard streams; what it returns is the
+// exit status.
+func Main(run func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int) {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	status := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(status)
+}
+
+// FlagSet returns command's flag set: its errors and its usage (synopsis,
+// then every flag) go to stderr.
+func FlagSet(command, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(command, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "%s\n\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// Parse parses args with fs, and refuses more than maxArgs positional
+// arguments.
+func Parse(fs *flag.FlagSet, args []string, maxArgs int) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > maxArgs {
+		return UsageError(fs.Output(), fs.Name(), "unexpected arguments: %s", strings.Join(fs.Args()[maxArgs:], " "))
+	}
+	return nil
+}
+
+// Status is the exit status of a command whose command line was refused: 0
+// when it asked for the usage (-h), 2 otherwise.
+func Status(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
+}
 
 // UsageError formats a usage error, prints it to stderr after the command's
 // name (flag's own messages go there too), and returns it: the command then

@@ -6,25 +6,29 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-		"strconv"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
 
+// envPrefix starts the service's own environment variables.
+const envPrefix = "INVENTORY_"
+
 // Proc is one process the cluster started: what identifies it, and what
 // starts it again.
 type Proc struct {
-	Name string   `json:"name"` // redis-6381, inventory-1, nginx
-	Addr string   `json:"addr"` // host:port it listens on
-	Pid  int      `json:"pid"`
+	Name string `json:"name"` // redis-PORT, inventory-N, nginx
+	Addr string `json:"addr"` // host:port it listens on
+	Pid  int    `json:"pid"`
 	// Started is when the process started, as the system reports it: with
 	// the pid, what identifies it (a pid can be reused; the pair cannot).
 	// Its command line cannot: redis-server and nginx rewrite theirs.
 	Started string   `json:"started"`
 	Args    []string `json:"args"` // how to start it again
-	Env  []string `json:"env,omitempty"`
-	Log  string   `json:"log"`
+	Env     []string `json:"env,omitempty"`
+	Log     string   `json:"log"`
 }
 
 // start starts p as its own session (so it outlives the command that started
@@ -37,7 +41,10 @@ func (p *Proc) start() error {
 	}
 	defer logf.Close()
 	cmd := exec.Command(p.Args[0], p.Args[1:]...)
-	cmd.Env = append(os.Environ(), p.Env...)
+	// The environment of whoever starts it, less the service's own
+	// variables: p's are the ones it was first started with.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, envPrefix) })
+	cmd.Env = append(cmd.Env, p.Env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
@@ -88,7 +89,7 @@ func Plan(cfg Config) State {
 		if cfg.Pprof {
 			args = append(args, "-pprof", "127.0.0.1:"+strconv.Itoa(6060+i-1))
 		}
-		env := []string{"GOMAXPROCS=" + gomaxprocs(cfg.Replicas)}
+		env := append([]string{"GOMAXPROCS=" + gomaxprocs(cfg.Replicas)}, serviceEnv(os.Environ())...)
 		if cfg.RedisPassword != "" {
 			env = append(env, "INVENTORY_REDIS_PASSWORD="+cfg.RedisPassword)
 		}
@@ -100,6 +101,19 @@ func Plan(cfg Config) State {
 		Args: []string{lookPath("nginx"), "-p", nginxDir, "-c", filepath.Join(nginxDir, "nginx.conf"),
 			"-e", filepath.Join(nginxDir, "error.log"), "-g", "daemon off;"}}
 	return s
+}
+
+// serviceEnv keeps the service's own variables (INVENTORY_*) of environ:
+// the replicas read them, and a replica started again (by a scenario, from
+// another process) must get the same ones.
+func serviceEnv(environ []string) []string {
+	var env []string
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, envPrefix) {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 // start builds the service and starts the nodes, the replicas and nginx, each

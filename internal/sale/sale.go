@@ -102,7 +102,7 @@ type Service struct {
 
 // Options configure a Service.
 type Options struct {
-	Key string // the stock key, inventory:001
+	Key string // the stock key; default api.DefaultStockKey
 	// Work is simulated business time between reading and writing the stock.
 	// It widens the read-modify-write window, so a lost lease shows as oversell.
 	Work time.Duration

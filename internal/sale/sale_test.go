@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/retry"
 	mutex "github.com/locklab/locklab/internal/locks/v1_mutex"
@@ -19,7 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-const key = "inventory:001"
+const key = api.DefaultStockKey
 
 func newService(rdb sale.Client, timeout time.Duration) *sale.Service {
 	return sale.New(rdb, sale.Options{Key: key, AcquireTimeout: timeout})
@@ -121,7 +122,7 @@ func TestGuardedAndAtomicSellExactly(t *testing.T) {
 	srv := redistest.Start(t)
 	rdb := srv.Client()
 	for name, m := range map[string][2]sale.Method{
-		"v6": {{Lock: v6(srv.Client(), "lock", 20*time.Second)}, {Lock: v6(srv.Client(), "lock", 20*time.Second)}},
+		"v6":     {{Lock: v6(srv.Client(), "lock", 20*time.Second)}, {Lock: v6(srv.Client(), "lock", 20*time.Second)}},
 		"atomic": {{Atomic: true}, {Atomic: true}},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -8,6 +8,7 @@ package scenario
 
 import (
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -77,11 +78,17 @@ type Processes interface {
 
 // Scenario is one fault and what each version is expected to do under it.
 type Scenario struct {
-	Name     string
-	Injected string
-	Expect   map[string]string // version -> expected outcome; the versions it applies to
-	run      func(ctx context.Context, e Env, lock string) (observed, detail string, err error)
+	Name     string            `json:"name"`
+	Injected string            `json:"injected"`
+	Expect   map[string]string `json:"expect"` // version -> expected outcome; the versions it applies to
+	// NeedsProcs says that it freezes or kills processes: it needs Env.Procs.
+	NeedsProcs bool `json:"needs_procs"`
+	run        runFunc
 }
+
+// runFunc makes a scenario happen to lock, with the lock key gone and the
+// stock set to before, and says what it observed.
+type runFunc func(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error)
 
 // Cell is one scenario run against one version.
 type Cell struct {
@@ -95,79 +102,60 @@ type Cell struct {
 // OK reports whether the observation matched the expectation.
 func (c Cell) OK() bool { return c.Expected == c.Observed }
 
-// All lists the scenarios.
-var All = []Scenario{
-	{
-		Name:     "slow-holder",
-		Injected: "one sale's business time (1.5 x TTL) exceeds the lease while another sale comes in",
-		Expect:   map[string]string{"v4": ForeignDelete, "v5": NoForeignDelete, "v6": NoForeignDelete, "v7": NoForeignDelete, "v8": NoOversell},
-		run:      slowHolder,
-	},
-	{
-		Name:     "lost-lease",
-		Injected: "while a slow sale (1.5 x TTL) holds the lock, its key vanishes from the node (a node that forgot it); another sale comes in",
-		Expect:   map[string]string{"v7": Oversell, "v8": StopsBeforeWrite},
-		run:      lostLease,
-	},
-	{
-		Name:     "release-race",
-		Injected: "a pause (1.5 x TTL) at the release's last moment before the delete: between v5's GET and DEL",
-		Expect:   map[string]string{"v5": DeletesSuccessor, "v6": KeepsSuccessor},
-		run:      releaseRace,
-	},
-	{
-		Name:     "crash-holder",
-		Injected: "the replica holding the lock is killed (SIGKILL) mid-sale, then started again",
-		Expect: map[string]string{"v3": Deadlock, "v4": Resumes, "v5": Resumes, "v6": Resumes, "v7": Resumes,
-			"v8": Resumes, "redlock": Resumes},
-		run: crashHolder,
-	},
-	{
-		Name:     "node-down",
-		Injected: "a Redis node down during the sales: the single-node locks' own (frozen, so its stock can be checked after), or for redlock one of three (killed)",
-		Expect: map[string]string{"v3": Clean503, "v4": Clean503, "v5": Clean503, "v6": Clean503, "v7": Clean503,
-			"v8": Clean503, "redlock": KeepsSelling},
-		run: nodeDown,
-	},
-	{
-		Name:     "pause-holder",
-		Injected: "the holder's process frozen (SIGSTOP) past its lease after reading the stock, then resumed (a GC pause)",
-		Expect:   map[string]string{"v8": Oversell, "redlock": Oversell},
-		run: func(ctx context.Context, e Env, lock string) (string, string, error) {
-			return pauseHolder(ctx, e, lock, false)
-		},
-	},
-	{
-		Name:     "pause-holder+fence",
-		Injected: "the same, with fencing tokens on (fence=1)",
-		Expect:   map[string]string{"v8": StaleRefused, "redlock": StaleRefused},
-		run: func(ctx context.Context, e Env, lock string) (string, string, error) {
-			return pauseHolder(ctx, e, lock, true)
-		},
-	},
-	{
-		Name:     "reentry",
-		Injected: "the sale takes the lock twice, nested",
-		Expect:   map[string]string{"v6": WaitsOnItself, "v7": Passes, "v8": Passes},
-		run:      reentry,
-	},
-}
+// All lists the scenarios: what each injects and what each version is
+// expected to do, read from scenarios.json (prose, kept as data), each bound
+// to the code that makes it happen.
+var All = bind(catalogue, map[string]runFunc{
+	"slow-holder":        slowHolder,
+	"lost-lease":         lostLease,
+	"release-race":       releaseRace,
+	"crash-holder":       crashHolder,
+	"node-down":          nodeDown,
+	"pause-holder":       pauseHolder(false),
+	"pause-holder+fence": pauseHolder(true),
+	"reentry":            reentry,
+})
 
-// Lookup returns the scenario called name.
-func Lookup(name string) (Scenario, bool) {
-	for _, s := range All {
-		if s.Name == name {
-			return s, true
+//go:embed scenarios.json
+var catalogue []byte
+
+// bind parses the catalogue and gives each scenario its run.
+func bind(raw []byte, runs map[string]runFunc) []Scenario {
+	var all []Scenario
+	if err := json.Unmarshal(raw, &all); err != nil {
+		panic("scenario: scenarios.json: " + err.Error())
+	}
+	for i, s := range all {
+		if all[i].run = runs[s.Name]; all[i].run == nil {
+			panic("scenario: no code for " + s.Name)
 		}
 	}
-	return Scenario{}, false
+	if len(all) != len(runs) {
+		panic("scenario: scenarios.json and the code disagree on the scenarios")
+	}
+	return all
+}
+
+// Names lists the scenarios' names, in order.
+func Names() []string {
+	var names []string
+	for _, s := range All {
+		names = append(names, s.Name)
+	}
+	return names
 }
 
 // Run runs s against lock and compares.
 func (s Scenario) Run(ctx context.Context, e Env, lock string) (Cell, error) {
 	c := Cell{Scenario: s.Name, Lock: lock, Expected: s.Expect[lock]}
-	var err error
-	c.Observed, c.Detail, err = s.run(ctx, e, lock)
+	if s.NeedsProcs && e.Procs == nil {
+		return c, fmt.Errorf("%s needs control of the cluster's processes (the local cluster's run directory)", s.Name)
+	}
+	before, err := e.reset(ctx)
+	if err != nil {
+		return c, err
+	}
+	c.Observed, c.Detail, err = s.run(ctx, e, lock, before)
 	return c, err
 }
 
@@ -177,11 +165,7 @@ func (s Scenario) Run(ctx context.Context, e Env, lock string) (Cell, error) {
 // when S releases at 1.5 x TTL: S's blind DEL (v4) removes B's lock, an owner
 // check (v5 on) leaves it; both sell the same unit. Under v8 the watchdog
 // keeps S's lease, B waits, and the sales run one after the other.
-func slowHolder(ctx context.Context, e Env, lock string) (string, string, error) {
-	before, err := e.reset(ctx)
-	if err != nil {
-		return "", "", err
-	}
+func slowHolder(ctx context.Context, e Env, lock string, before int64) (string, string, error) {
 	s := e.sell(ctx, lock, "hold="+(e.TTL*3/2).String())
 	if err := e.waitLock(ctx, true, 5*time.Second); err != nil {
 		return "", "", fmt.Errorf("the slow sale never took the lock: %w", err)
@@ -209,10 +193,7 @@ func slowHolder(ctx context.Context, e Env, lock string) (string, string, error)
 // the pause. B then takes the lock (hold 1 x TTL) and holds it when S's pause
 // ends. v5 already read its own value before the pause, so its DEL removes
 // B's lock; v6 compares and deletes in one step and leaves it.
-func releaseRace(ctx context.Context, e Env, lock string) (string, string, error) {
-	if _, err := e.reset(ctx); err != nil {
-		return "", "", err
-	}
+func releaseRace(ctx context.Context, e Env, lock string, _ int64) (string, string, error) {
 	s := e.sell(ctx, lock, "release_pause="+(e.TTL*3/2).String())
 	if err := e.waitLock(ctx, true, 5*time.Second); err != nil {
 		return "", "", fmt.Errorf("the first sale never took the lock: %w", err)
@@ -239,14 +220,7 @@ func releaseRace(ctx context.Context, e Env, lock string) (string, string, error
 // replica is killed. B, on replica 2, then wants the lock: with no expiry
 // (v3) nobody will ever release it and B waits until its deadline; with one,
 // B gets it once the lease runs out and sells. Replica 1 is started again.
-func crashHolder(ctx context.Context, e Env, lock string) (observed, detail string, err error) {
-	if e.Procs == nil {
-		return "", "", errors.New("crash-holder needs process control of the replicas (the local cluster's run directory)")
-	}
-	before, err := e.reset(ctx)
-	if err != nil {
-		return "", "", err
-	}
+func crashHolder(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error) {
 	s := e.sellAt(ctx, e.Replicas[0].URL, lock, "hold="+(10*e.TTL).String())
 	if err := e.waitLock(ctx, true, 5*time.Second); err != nil {
 		return "", "", fmt.Errorf("the first sale never took the lock: %w", err)
@@ -278,14 +252,7 @@ func crashHolder(ctx context.Context, e Env, lock string) (observed, detail stri
 // fail cleanly (503 unavailable, nothing sold, the stock as it was once the
 // node is back); with one of redlock's three nodes dead, ten concurrent sales
 // must still go through on the other two, without oversell.
-func nodeDown(ctx context.Context, e Env, lock string) (observed, detail string, err error) {
-	if e.Procs == nil {
-		return "", "", errors.New("node-down needs process control of the Redis nodes (the local cluster's run directory)")
-	}
-	before, err := e.reset(ctx)
-	if err != nil {
-		return "", "", err
-	}
+func nodeDown(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error) {
 	fire := func(n int) []reply {
 		chans := make([]<-chan reply, n)
 		for i := range chans {
@@ -344,14 +311,13 @@ func nodeDown(ctx context.Context, e Env, lock string) (observed, detail string,
 // replica 2, takes the lock and sells; replica 1 resumes and S writes what it
 // read before. Without fencing both sell the same unit; with it the stock
 // refuses S's stale write (412).
-func pauseHolder(ctx context.Context, e Env, lock string, fenced bool) (string, string, error) {
-	if e.Procs == nil {
-		return "", "", errors.New("pause-holder needs process control of the replicas (the local cluster's run directory)")
+func pauseHolder(fenced bool) runFunc {
+	return func(ctx context.Context, e Env, lock string, before int64) (string, string, error) {
+		return pausedHolder(ctx, e, lock, before, fenced)
 	}
-	before, err := e.reset(ctx)
-	if err != nil {
-		return "", "", err
-	}
+}
+
+func pausedHolder(ctx context.Context, e Env, lock string, before int64, fenced bool) (string, string, error) {
 	reads, err := e.getCalls(ctx)
 	if err != nil {
 		return "", "", err
@@ -380,19 +346,11 @@ func pauseHolder(ctx context.Context, e Env, lock string, fenced bool) (string, 
 		return "", "", err
 	}
 	rs := <-s
-	if rs.err != nil {
-		return "", "", rs.err
+	observed, detail, err := e.verdict(ctx, before, rs, rb)
+	if err != nil || observed != NoOversell || rs.code != api.CodeFenced {
+		return observed, detail, err
 	}
-	oversold, detail, err := e.oversold(ctx, before, rs, rb)
-	switch {
-	case err != nil:
-		return "", "", err
-	case oversold > 0:
-		return Oversell, detail, nil
-	case rs.code == api.CodeFenced:
-		return StaleRefused, detail, nil
-	}
-	return NoOversell, detail, nil
+	return StaleRefused, detail, nil
 }
 
 // lostLease: S sells with hold 1.5 x TTL. Once S holds the lock and has read
@@ -403,11 +361,7 @@ func pauseHolder(ctx context.Context, e Env, lock string, fenced bool) (string, 
 // the same unit. v8's watchdog finds the lease gone at its next renewal
 // (within TTL/3) and closes the lease's Lost channel; the sale checks it
 // before writing, so S stops (503 lease_lost) a whole TTL before its write.
-func lostLease(ctx context.Context, e Env, lock string) (string, string, error) {
-	before, err := e.reset(ctx)
-	if err != nil {
-		return "", "", err
-	}
+func lostLease(ctx context.Context, e Env, lock string, before int64) (string, string, error) {
 	reads, err := e.getCalls(ctx)
 	if err != nil {
 		return "", "", err
@@ -421,19 +375,11 @@ func lostLease(ctx context.Context, e Env, lock string) (string, string, error) 
 	}
 	rb := <-e.sell(ctx, lock, "")
 	rs := <-s
-	if err := errors.Join(rb.err, rs.err); err != nil {
-		return "", "", err
+	observed, detail, err := e.verdict(ctx, before, rs, rb)
+	if err != nil || observed != NoOversell || rs.code != api.CodeLeaseLost || rb.outcome != api.Sold {
+		return observed, detail, err
 	}
-	oversold, detail, err := e.oversold(ctx, before, rs, rb)
-	switch {
-	case err != nil:
-		return "", "", err
-	case oversold > 0:
-		return Oversell, detail, nil
-	case rs.code == api.CodeLeaseLost && rb.status == http.StatusOK:
-		return StopsBeforeWrite, detail + ", the slow sale answered " + rs.code, nil
-	}
-	return NoOversell, detail, nil
+	return StopsBeforeWrite, detail + ", the slow sale answered " + rs.code, nil
 }
 
 // waitRead waits until the lock is held and the stock's node has served more
@@ -485,10 +431,7 @@ func (e Env) getCalls(ctx context.Context) (int64, error) {
 // own release could end: so it waits until its acquire deadline (a 503) or, if
 // the lease is the shorter, until its own lease expires, and then sells with
 // the outer hold lost (a 200 with the service's lease warning).
-func reentry(ctx context.Context, e Env, lock string) (string, string, error) {
-	if _, err := e.reset(ctx); err != nil {
-		return "", "", err
-	}
+func reentry(ctx context.Context, e Env, lock string, _ int64) (string, string, error) {
 	r := <-e.sell(ctx, lock, "nested=1")
 	if r.err != nil {
 		return "", "", r.err
@@ -568,7 +511,8 @@ func (e Env) lockAfterFirst(ctx context.Context, first, second <-chan reply) (re
 	return r1, held, r2, err
 }
 
-// reset sets the stock to 10 (through the service) and returns it.
+// reset deletes the lock key and sets the stock to 10 (through the
+// service), and returns it.
 func (e Env) reset(ctx context.Context) (int64, error) {
 	if err := e.Redis.Del(ctx, e.LockKey).Err(); err != nil {
 		return 0, err
@@ -588,6 +532,21 @@ func (e Env) reset(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("scenario: PUT %s: %s", stockURL, res.Status)
 	}
 	return 10, nil
+}
+
+// verdict is Oversell or NoOversell for the replies, with their detail; an
+// error when a request failed.
+func (e Env) verdict(ctx context.Context, before int64, rs ...reply) (string, string, error) {
+	for _, r := range rs {
+		if r.err != nil {
+			return "", "", r.err
+		}
+	}
+	oversold, detail, err := e.oversold(ctx, before, rs...)
+	if err != nil || oversold == 0 {
+		return NoOversell, detail, err
+	}
+	return Oversell, detail, nil
 }
 
 // oversold reads the stock after two sales and returns sold - taken.

@@ -1,6 +1,11 @@
 package scenario
 
-import "testing"
+import (
+	"slices"
+	"testing"
+
+	"github.com/locklab/locklab/internal/versions"
+)
 
 func TestMatrix(t *testing.T) {
 	cells := []Cell{
@@ -20,10 +25,24 @@ func TestMatrix(t *testing.T) {
 			t.Fatal("a cell whose observation differs reports OK")
 		}
 	}
-	// Every scenario's expectations name real outcomes for versions it applies to.
+}
+
+// The catalogue (scenarios.json) expects only outcomes the code can observe,
+// of versions that exist: a typo there would fail every run of its cell.
+func TestCatalogue(t *testing.T) {
+	outcomes := []string{Oversell, NoOversell, ForeignDelete, NoForeignDelete, DeletesSuccessor, KeepsSuccessor,
+		WaitsOnItself, Passes, StaleRefused, Deadlock, Clean503, KeepsSelling, Resumes, StopsBeforeWrite}
 	for _, s := range All {
 		if len(s.Expect) == 0 || s.run == nil || s.Injected == "" {
 			t.Errorf("%s is incomplete", s.Name)
+		}
+		for lock, want := range s.Expect {
+			if _, ok := versions.Lookup(lock); !ok {
+				t.Errorf("%s expects something of %q, which is no version", s.Name, lock)
+			}
+			if !slices.Contains(outcomes, want) {
+				t.Errorf("%s expects %q of %s, which no scenario observes", s.Name, want, lock)
+			}
 		}
 	}
 }

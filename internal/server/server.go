@@ -186,7 +186,29 @@ func (h *handlers) record(m sale.Method, outcome string) {
 // asked). They need -chaos and the admin token; a request without them is
 // untouched.
 func (h *handlers) faults(r *http.Request, q url.Values) (f chaos.Faults, nested bool, fence *bool, rerr *requestError) {
-	if !q.Has("hold") && !q.Has("release_pause") && !q.Has("nested") && !q.Has("fence") {
+	duration := func(v string) (time.Duration, bool) {
+		d, err := time.ParseDuration(v)
+		return d, err == nil && d > 0 && d <= maxFault
+	}
+	boolean := func(v string) (bool, bool) {
+		b, err := strconv.ParseBool(v)
+		return b, err == nil
+	}
+	hooks := []hook{
+		{"hold", "a duration in (0, " + maxFault.String() + "]", func(v string) (ok bool) { f.Hold, ok = duration(v); return ok }},
+		{"release_pause", "a duration in (0, " + maxFault.String() + "]", func(v string) bool {
+			d, ok := duration(v)
+			f.BeforeDelete = chaos.Sleep(d)
+			return ok
+		}},
+		{"nested", "1 or 0", func(v string) (ok bool) { nested, ok = boolean(v); return ok }},
+		{"fence", "1 or 0", func(v string) bool {
+			b, ok := boolean(v)
+			fence = &b
+			return ok
+		}},
+	}
+	if !slices.ContainsFunc(hooks, func(p hook) bool { return q.Has(p.name) }) {
 		return f, false, nil, nil
 	}
 	if !h.Chaos {
@@ -195,39 +217,19 @@ func (h *handlers) faults(r *http.Request, q url.Values) (f chaos.Faults, nested
 	if !h.authorized(r) {
 		return f, false, nil, &requestError{api.CodeUnauthorized, "fault hooks need the admin token: send Authorization: Bearer <token>"}
 	}
-	for _, p := range []struct {
-		name string
-		set  func(time.Duration)
-	}{
-		{"hold", func(d time.Duration) { f.Hold = d }},
-		{"release_pause", func(d time.Duration) { f.BeforeDelete = chaos.Sleep(d) }},
-	} {
-		if !q.Has(p.name) {
-			continue
+	for _, p := range hooks {
+		if q.Has(p.name) && !p.set(q.Get(p.name)) {
+			return f, false, nil, &requestError{api.CodeBadRequest, fmt.Sprintf("%s=%q: want %s", p.name, q.Get(p.name), p.want)}
 		}
-		d, err := time.ParseDuration(q.Get(p.name))
-		if err != nil || d <= 0 || d > maxFault {
-			return f, false, nil, &requestError{api.CodeBadRequest, fmt.Sprintf("%s=%q: want a duration in (0, %s]", p.name, q.Get(p.name), maxFault)}
-		}
-		p.set(d)
-	}
-	for _, p := range []struct {
-		name string
-		set  func(bool)
-	}{
-		{"nested", func(b bool) { nested = b }},
-		{"fence", func(b bool) { fence = &b }},
-	} {
-		if !q.Has(p.name) {
-			continue
-		}
-		b, err := strconv.ParseBool(q.Get(p.name))
-		if err != nil {
-			return f, false, nil, &requestError{api.CodeBadRequest, fmt.Sprintf("%s=%q: want 1 or 0", p.name, q.Get(p.name))}
-		}
-		p.set(b)
 	}
 	return f, nested, fence, nil
+}
+
+// hook is one fault hook's query parameter: what it wants, and set, which
+// applies its value and reports whether it was well formed.
+type hook struct {
+	name, want string
+	set        func(v string) bool
 }
 
 // requestError is a request refused before any work: its code and message.
@@ -238,28 +240,29 @@ type requestError struct {
 // maxFault bounds a fault hook's duration, so no request can hang a replica.
 const maxFault = 5 * time.Minute
 
-// codeOf names an error of the sale by its code (api.Status gives the
-// HTTP status).
+// codes maps each error of the sale to its code (api.Status gives the HTTP
+// status); any other error is Redis or the network failing: unavailable.
+var codes = []struct {
+	err  error
+	code string
+}{
+	{sale.ErrSoldOut, api.CodeSoldOut},
+	{sale.ErrLockTimeout, api.CodeLockTimeout},
+	{sale.ErrStockMissing, api.CodeStockMissing},
+	{sale.ErrFenced, api.CodeFenced},
+	{sale.ErrLeaseLost, api.CodeLeaseLost},
+	{sale.ErrStockCorrupt, api.CodeStockCorrupt},
+	{context.Canceled, api.CodeClientGone},
+}
+
+// codeOf names an error of the sale by its code.
 func codeOf(err error) string {
-	switch {
-	case errors.Is(err, sale.ErrSoldOut):
-		return api.CodeSoldOut
-	case errors.Is(err, sale.ErrLockTimeout):
-		return api.CodeLockTimeout
-	case errors.Is(err, sale.ErrStockMissing):
-		return api.CodeStockMissing
-	case errors.Is(err, sale.ErrFenced):
-		return api.CodeFenced
-	case errors.Is(err, sale.ErrLeaseLost):
-		return api.CodeLeaseLost
-	case errors.Is(err, sale.ErrStockCorrupt):
-		return api.CodeStockCorrupt
-	case errors.Is(err, context.Canceled):
-		return api.CodeClientGone
-	default:
-		// Redis or the network: a failed dependency.
-		return api.CodeUnavailable
+	for _, c := range codes {
+		if errors.Is(err, c.err) {
+			return c.code
+		}
 	}
+	return api.CodeUnavailable
 }
 
 func (h *handlers) stock(w http.ResponseWriter, r *http.Request) {

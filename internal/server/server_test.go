@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/api"
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/locklab/locklab/internal/sale"
@@ -47,15 +48,15 @@ func newStack(t *testing.T, o options) *stack {
 		variants = append(variants, versions.Variant{Wait: "poll", Fence: true})
 	}
 	all := versions.BuildAll(versions.Deps{Redis: s.nodes[0].Client(), Redlock: clients,
-		LockKey: "inventoryRedisLock", Retry: time.Millisecond, RedlockRetry: time.Millisecond}, variants)
+		LockKey: api.DefaultLockKey, Retry: time.Millisecond, RedlockRetry: time.Millisecond}, variants)
 	if o.lock == "" {
 		o.lock = "v6"
 	}
 	if o.acquireTimeout == 0 {
 		o.acquireTimeout = 5 * time.Second
 	}
-	svc := sale.New(s.nodes[0].Client(), sale.Options{Key: "inventory:001", AcquireTimeout: o.acquireTimeout})
-	h := server.New(server.Config{Seller: svc, Versions: all, Default: variants[0], Names: versions.Names(), Lock: o.lock, LockKey: "inventoryRedisLock",
+	svc := sale.New(s.nodes[0].Client(), sale.Options{Key: api.DefaultStockKey, AcquireTimeout: o.acquireTimeout})
+	h := server.New(server.Config{Seller: svc, Versions: all, Default: variants[0], Names: versions.Names(), Lock: o.lock, LockKey: api.DefaultLockKey,
 		Override: o.override, Replica: "test-1", AdminToken: o.token, Chaos: o.chaos, Log: log,
 		Settings: map[string]string{"lock": o.lock, "work": "1ms"},
 		Ready:    func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }})
@@ -113,7 +114,7 @@ func (s *stack) expect(t *testing.T, r reply, status int, fields map[string]any)
 
 func (s *stack) stock(t *testing.T) string {
 	t.Helper()
-	return s.rdb.Get(context.Background(), "inventory:001").Val()
+	return s.rdb.Get(context.Background(), api.DefaultStockKey).Val()
 }
 
 // Every version sells one unit per request and answers 409 once the stock is gone.
@@ -125,18 +126,18 @@ func TestEveryVersionSellsThenSoldOut(t *testing.T) {
 			s.expect(t, s.do(t, "POST", "/sale", ""), 200, map[string]any{"sold": true, "remaining": 1.0, "lock": name, "replica": "test-1"})
 			s.expect(t, s.do(t, "GET", "/sale", ""), 200, map[string]any{"sold": true, "remaining": 0.0})
 			s.expect(t, s.do(t, "POST", "/sale", ""), 409, map[string]any{"sold": false, "remaining": 0.0, "code": "sold_out"})
-			s.expect(t, s.do(t, "GET", "/stock", ""), 200, map[string]any{"key": "inventory:001", "stock": 0.0})
+			s.expect(t, s.do(t, "GET", "/stock", ""), 200, map[string]any{"key": api.DefaultStockKey, "stock": 0.0})
 		})
 	}
 }
 
 func TestLockOverride(t *testing.T) {
 	off := newStack(t, options{})
-	off.rdb.Set(context.Background(), "inventory:001", 5, 0)
+	off.rdb.Set(context.Background(), api.DefaultStockKey, 5, 0)
 	off.expect(t, off.do(t, "POST", "/sale?lock=v7", ""), 400, map[string]any{"code": "override_disabled"})
 
 	on := newStack(t, options{override: true})
-	on.rdb.Set(context.Background(), "inventory:001", 5, 0)
+	on.rdb.Set(context.Background(), api.DefaultStockKey, 5, 0)
 	on.expect(t, on.do(t, "POST", "/sale?lock=v7", ""), 200, map[string]any{"lock": "v7", "sold": true})
 	r := on.do(t, "POST", "/sale?lock=v9", "")
 	on.expect(t, r, 400, map[string]any{"code": "unknown_lock"})
@@ -150,7 +151,7 @@ func TestLockOverride(t *testing.T) {
 
 func TestSetStockValidation(t *testing.T) {
 	s := newStack(t, options{})
-	s.rdb.Set(context.Background(), "inventory:001", 7, 0)
+	s.rdb.Set(context.Background(), api.DefaultStockKey, 7, 0)
 	for _, body := range []string{`{"stock":-1}`, `{"stock":1.5}`, `{"stock":"5"}`, `{}`, `{"stock":5,"x":1}`, `not json`, `{"stock":5} {}`} {
 		s.expect(t, s.do(t, "PUT", "/stock", body), 400, map[string]any{"code": "bad_request"})
 	}
@@ -173,8 +174,8 @@ func TestAdminToken(t *testing.T) {
 
 func TestLockTimeout503(t *testing.T) {
 	s := newStack(t, options{lock: "v6", acquireTimeout: 30 * time.Millisecond})
-	s.rdb.Set(context.Background(), "inventory:001", 5, 0)
-	held, err := lua.New(s.rdb, lua.Options{Key: "inventoryRedisLock"}).TryAcquire(context.Background(), "another replica")
+	s.rdb.Set(context.Background(), api.DefaultStockKey, 5, 0)
+	held, err := lua.New(s.rdb, lua.Options{Key: api.DefaultLockKey}).TryAcquire(context.Background(), "another replica")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +211,7 @@ func TestStockNodeDown(t *testing.T) {
 // once, and the stock is untouched (the tutorial's code sold anyway).
 func TestRedlockQuorumLost(t *testing.T) {
 	s := newStack(t, options{lock: "redlock"})
-	s.rdb.Set(context.Background(), "inventory:001", 5, 0)
+	s.rdb.Set(context.Background(), api.DefaultStockKey, 5, 0)
 	s.nodes[1].Stop()
 	s.expect(t, s.do(t, "POST", "/sale", ""), 200, map[string]any{"sold": true, "remaining": 4.0})
 	s.nodes[2].Stop()
@@ -228,7 +229,7 @@ func TestStockMissingIsNotSoldOut(t *testing.T) {
 	s := newStack(t, options{})
 	s.expect(t, s.do(t, "POST", "/sale", ""), 503, map[string]any{"code": "stock_missing"})
 	s.expect(t, s.do(t, "GET", "/stock", ""), 503, map[string]any{"code": "stock_missing"})
-	s.rdb.Set(context.Background(), "inventory:001", "lots", 0)
+	s.rdb.Set(context.Background(), api.DefaultStockKey, "lots", 0)
 	s.expect(t, s.do(t, "POST", "/sale", ""), 500, map[string]any{"code": "stock_corrupt"})
 }
 
@@ -240,7 +241,7 @@ func TestUnknownRoutes(t *testing.T) {
 	// Liveness also shows the keys and the lock settings, which the tools
 	// read instead of hard-coding them, and the load test's report quotes.
 	r := s.do(t, "GET", "/healthz", "")
-	s.expect(t, r, 200, map[string]any{"status": "ok", "replica": "test-1", "stock_key": "inventory:001", "lock_key": "inventoryRedisLock"})
+	s.expect(t, r, 200, map[string]any{"status": "ok", "replica": "test-1", "stock_key": api.DefaultStockKey, "lock_key": api.DefaultLockKey})
 	if got, _ := r.body["settings"].(map[string]any); got["lock"] != "v6" || got["work"] != "1ms" {
 		t.Fatalf("/healthz settings = %v, want lock v6, work 1ms", r.body["settings"])
 	}
@@ -249,11 +250,11 @@ func TestUnknownRoutes(t *testing.T) {
 // Fault hooks answer only to -chaos and the admin token, and are validated.
 func TestFaultHooksAreGuarded(t *testing.T) {
 	off := newStack(t, options{token: "t"})
-	off.rdb.Set(context.Background(), "inventory:001", 5, 0)
+	off.rdb.Set(context.Background(), api.DefaultStockKey, 5, 0)
 	off.expect(t, off.do(t, "POST", "/sale?hold=1s", "", "Authorization", "Bearer t"), 400, map[string]any{"code": "chaos_disabled"})
 
 	on := newStack(t, options{token: "t", chaos: true, override: true, lock: "v6", acquireTimeout: 100 * time.Millisecond})
-	on.rdb.Set(context.Background(), "inventory:001", 5, 0)
+	on.rdb.Set(context.Background(), api.DefaultStockKey, 5, 0)
 	on.expect(t, on.do(t, "POST", "/sale?hold=1ms", ""), 401, map[string]any{"code": "unauthorized"})
 	on.expect(t, on.do(t, "POST", "/sale?hold=1ms", "", "Authorization", "Bearer wrong"), 401, nil)
 	for _, q := range []string{"hold=soon", "hold=-1s", "hold=1h", "release_pause=0s", "nested=maybe", "fence=maybe", "lock=v1&fence=1"} {
@@ -266,7 +267,7 @@ func TestFaultHooksAreGuarded(t *testing.T) {
 	// fence=1 picks the fenced lock: its write is the fenced script, which
 	// records the token beside the stock.
 	on.expect(t, on.do(t, "POST", "/sale?fence=1", "", "Authorization", "Bearer t"), 200, map[string]any{"sold": true, "remaining": 3.0})
-	if tok := on.rdb.Get(context.Background(), "inventory:001:fence").Val(); tok == "" {
+	if tok := on.rdb.Get(context.Background(), api.DefaultStockKey+":fence").Val(); tok == "" {
 		t.Fatal("fence=1 sold without a fencing token reaching the stock")
 	}
 }
@@ -275,10 +276,10 @@ func TestFaultHooksAreGuarded(t *testing.T) {
 // until its deadline (503) and sells nothing; v7 nests by design.
 func TestNestedHookShowsReentry(t *testing.T) {
 	s := newStack(t, options{token: "t", chaos: true, override: true, acquireTimeout: 100 * time.Millisecond})
-	s.rdb.Set(context.Background(), "inventory:001", 5, 0)
+	s.rdb.Set(context.Background(), api.DefaultStockKey, 5, 0)
 	s.expect(t, s.do(t, "POST", "/sale?lock=v6&nested=1", "", "Authorization", "Bearer t"), 503, map[string]any{"code": "lock_timeout"})
 	s.expect(t, s.do(t, "POST", "/sale?lock=v7&nested=1", "", "Authorization", "Bearer t"), 200, map[string]any{"sold": true, "remaining": 4.0})
-	if s.rdb.Exists(context.Background(), "inventoryRedisLock").Val() != 0 {
+	if s.rdb.Exists(context.Background(), api.DefaultLockKey).Val() != 0 {
 		t.Fatal("a lock was left behind")
 	}
 }

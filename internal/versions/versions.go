@@ -5,6 +5,8 @@
 package versions
 
 import (
+	_ "embed"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -24,45 +26,30 @@ import (
 
 // Version describes one lock version.
 type Version struct {
-	Name  string
-	Guard string // the mechanism, in a few words
-	Fixes string // what it adds over the version before
-	Flaw  string // what it still gets wrong
+	Name  string `json:"name"`
+	Guard string `json:"guard"` // the mechanism, in a few words
+	Fixes string `json:"fixes"` // what it adds over the version before
+	Flaw  string `json:"flaw"`  // what it still gets wrong
 	// NotCopied names the tutorial bug this version does not repeat, if any.
-	NotCopied string
+	NotCopied string `json:"not_copied,omitempty"`
 	// Safe says whether it is expected never to oversell under the default
 	// load test (a crash, a pause or a slow holder aside).
-	Safe bool
+	Safe bool `json:"safe"`
 }
 
-// All lists every version in the tutorial's order.
-var All = []Version{
-	{Name: "none", Guard: "no lock", Fixes: "nothing: the baseline",
-		Flaw: "GET then SET is a read-modify-write: overlapping sales sell the same unit twice"},
-	{Name: "v1", Guard: "sync.Mutex in the process", Fixes: "races between goroutines of one process",
-		Flaw: "no effect across processes: two replicas oversell"},
-	{Name: "v2", Guard: "v1, deployed as two replicas behind nginx", Fixes: "nothing: the deployment is the lesson",
-		Flaw: "as v1: each replica locks only itself"},
-	{Name: "v3", Guard: "SETNX, no expiry, poll every -retry, DEL", Fixes: "exclusion across replicas",
-		Flaw: "a holder that dies never releases: every later sale waits (deadlock)", Safe: true},
-	{Name: "v4", Guard: "SET NX EX in one command, DEL", Fixes: "the crash deadlock: the lock expires",
-		Flaw: "work longer than the TTL: the lock expires, and the slow holder's DEL deletes its successor's lock", Safe: true},
-	{Name: "v5", Guard: "v4 + release = GET, compare owner, DEL", Fixes: "deleting another owner's lock (mostly)",
-		Flaw: "GET and DEL are two commands: the lock can change hands between them", Safe: true},
-	{Name: "v6", Guard: "v4 + Lua compare-and-delete release", Fixes: "atomic owner-checked release",
-		Flaw:      "not reentrant: a nested acquisition waits on itself; work longer than the TTL still loses the lock",
-		NotCopied: "the tutorial's script calls get(KEYS[1] == ARGV[1]), which errors on every run, so it never releases", Safe: true},
-	{Name: "v7", Guard: "hash lock, owner -> hold count, Lua acquire and release", Fixes: "reentrancy",
-		Flaw:      "work longer than the TTL still loses the lock",
-		NotCopied: "the tutorial sends a time.Duration to EXPIRE: 20 s becomes 20,000,000,000 s; this sends PEXPIRE in ms", Safe: true},
-	{Name: "v8", Guard: "v7 + watchdog renewing every TTL/3", Fixes: "lease loss while the holder is alive and working",
-		Flaw:      "one Redis node is a single point of failure; a frozen process freezes its watchdog too",
-		NotCopied: "the tutorial's watchdog blocks forever on its own channel, is never stopped and starts again on every nested Lock", Safe: true},
-	{Name: "redlock", Guard: "go-redsync over independent nodes, quorum N/2+1", Fixes: "one node's failure",
-		Flaw:      "relies on timing: a holder paused past the TTL writes after its successor (Kleppmann)",
-		NotCopied: "the tutorial builds clients per request, ignores the lock error and sells anyway", Safe: true},
-	{Name: "atomic", Guard: "no lock: one Lua script checks and decrements", Fixes: "the race itself, with no lock to lose",
-		Flaw: "fits one-key steps only; work that spans services still needs a lock (and fencing)", Safe: true},
+// All lists every version in the tutorial's order, read from versions.json:
+// the catalogue is prose, kept as data.
+var All = mustParse(catalogue)
+
+//go:embed versions.json
+var catalogue []byte
+
+func mustParse(raw []byte) []Version {
+	var all []Version
+	if err := json.Unmarshal(raw, &all); err != nil {
+		panic("versions: versions.json: " + err.Error())
+	}
+	return all
 }
 
 // Names lists every version name in order.

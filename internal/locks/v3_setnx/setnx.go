@@ -32,7 +32,7 @@ type Client interface {
 
 // Options select the version. The zero value is v3 on the key "lock".
 type Options struct {
-	Key string        // the lock key (the tutorial's inventoryRedisLock); default "lock"
+	Key string        // the lock key; default "lock"
 	TTL time.Duration // lease; 0 means no expiry (v3). go-redis sends it as EX or PX, never as nanoseconds.
 	// OwnerCheck makes release GET the key and DEL it only when it still
 	// holds the owner's value (v5). Without it release is a blind DEL (v3, v4).
@@ -55,6 +55,9 @@ func New(rdb Client, opts Options) *Locker {
 	}
 	return &Locker{rdb: rdb, opts: opts}
 }
+
+// Key is the lock key.
+func (l *Locker) Key() string { return l.opts.Key }
 
 // TryAcquire makes one SET key owner NX [PX ttl] attempt: a lease, or
 // lease.ErrTaken when another owner holds the lock.

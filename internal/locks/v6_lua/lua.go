@@ -15,7 +15,7 @@ import (
 
 	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
-	"github.com/locklab/locklab/internal/locks/fence"
+	setnx "github.com/locklab/locklab/internal/locks/v3_setnx"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -31,46 +31,44 @@ type Options struct {
 	Fence bool          // hand out a fencing token with each acquisition
 }
 
-// Locker is a v6 lock, safe for concurrent use.
+// Locker is a v6 lock, safe for concurrent use: v4's acquire (package setnx)
+// with its own release.
 type Locker struct {
-	rdb  fence.Client
-	opts Options
+	v4  *setnx.Locker
+	rdb redis.Scripter
+	key string
 }
 
 // New returns a Locker over rdb.
-func New(rdb fence.Client, opts Options) *Locker {
-	if opts.Key == "" {
-		opts.Key = "lock"
-	}
+func New(rdb setnx.Client, opts Options) *Locker {
 	if opts.TTL <= 0 {
 		opts.TTL = 20 * time.Second
 	}
-	return &Locker{rdb: rdb, opts: opts}
+	v4 := setnx.New(rdb, setnx.Options{Key: opts.Key, TTL: opts.TTL, Fence: opts.Fence})
+	return &Locker{v4: v4, rdb: rdb, key: v4.Key()}
 }
 
-// TryAcquire makes one SET key owner NX PX ttl attempt: a lease, or
-// lease.ErrTaken when another owner (or this one: v6 is not reentrant) holds it.
+// TryAcquire makes v4's one SET key owner NX PX ttl attempt: a lease that
+// releases with the Lua compare-and-delete, or lease.ErrTaken when another
+// owner (or this one: v6 is not reentrant) holds the lock.
 func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, error) {
-	ok, token, err := fence.SetNX(ctx, l.rdb, l.opts.Key, owner, l.opts.TTL, l.opts.Fence)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("lua: acquire %s: %w", l.opts.Key, err)
-	case !ok:
-		return nil, lease.ErrTaken
+	held, err := l.v4.TryAcquire(ctx, owner)
+	if err != nil {
+		return nil, err
 	}
-	return lease.New(func(ctx context.Context) error { return l.release(ctx, owner) }, token, nil), nil
+	return lease.WithRelease(held, func(ctx context.Context) error { return l.release(ctx, owner) }), nil
 }
 
 func (l *Locker) release(ctx context.Context, owner string) error {
 	// The release-race scenario pauses here, as it pauses v5 between its GET
 	// and DEL; the script below checks the owner in the same step as it deletes.
 	chaos.BeforeDelete(ctx)
-	n, err := releaseScript.Run(ctx, l.rdb, []string{l.opts.Key}, owner).Int()
+	n, err := releaseScript.Run(ctx, l.rdb, []string{l.key}, owner).Int()
 	if err != nil {
-		return fmt.Errorf("lua: release %s: %w", l.opts.Key, err)
+		return fmt.Errorf("lua: release %s: %w", l.key, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("lua: release %s: %w", l.opts.Key, lease.ErrNotHeld)
+		return fmt.Errorf("lua: release %s: %w", l.key, lease.ErrNotHeld)
 	}
 	return nil
 }
