@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/lease"
+	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -44,5 +46,26 @@ func Successor(t *testing.T, rdb *redis.Client, key string, g Locker, owner stri
 	WaitFor(t, 5*time.Second, "the holder's lease to expire", func() bool { return rdb.Exists(ctx, key).Val() == 0 })
 	if _, err := g.Acquire(ctx, owner); err != nil {
 		t.Error(err) // also called from hooks on other goroutines: no Fatal
+	}
+}
+
+// OneAttempt asserts that g makes one attempt: with the lock held by one
+// owner, another owner's TryAcquire answers lease.ErrTaken at once, and does
+// not wait (its context would end it with a deadline error after 5 s).
+func OneAttempt(t *testing.T, g retry.Guard) {
+	t.Helper()
+	ctx := context.Background()
+	held, err := g.TryAcquire(ctx, "holder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(ctx)
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if l, err := g.TryAcquire(tctx, "other"); !errors.Is(err, lease.ErrTaken) {
+		if err == nil {
+			_ = l.Release(ctx)
+		}
+		t.Fatalf("TryAcquire of a held lock: err = %v, want lease.ErrTaken", err)
 	}
 }

@@ -110,3 +110,7 @@ func TestFencingTokens(t *testing.T) {
 func BenchmarkAcquireRelease(b *testing.B) {
 	locktest.BenchAcquireRelease(b, locker(cluster(b), 20*time.Second))
 }
+
+func TestOneAttempt(t *testing.T) {
+	locktest.OneAttempt(t, guard(cluster(t), redlock.Options{}))
+}

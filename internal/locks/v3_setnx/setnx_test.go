@@ -176,3 +176,10 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		b.Run(name, func(b *testing.B) { locktest.BenchAcquireRelease(b, poll(rdb, o)) })
 	}
 }
+
+func TestOneAttempt(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	for name, o := range versions {
+		t.Run(name, func(t *testing.T) { locktest.OneAttempt(t, setnx.New(rdb, opts(t, o))) })
+	}
+}

@@ -141,3 +141,7 @@ func TestKeepsSuccessorsLock(t *testing.T) {
 		})
 	}
 }
+
+func TestOneAttempt(t *testing.T) {
+	locktest.OneAttempt(t, lua.New(redistest.Start(t).Client(), lua.Options{}))
+}

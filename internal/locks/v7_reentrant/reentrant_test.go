@@ -104,3 +104,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	rdb := redistest.Start(b).Client()
 	locktest.BenchAcquireRelease(b, locktest.Poll(reentrant.New(rdb, reentrant.Options{Key: "bench", TTL: 20 * time.Second})))
 }
+
+func TestOneAttempt(t *testing.T) {
+	locktest.OneAttempt(t, reentrant.New(redistest.Start(t).Client(), reentrant.Options{}))
+}

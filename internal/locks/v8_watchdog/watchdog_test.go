@@ -183,3 +183,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	rdb := redistest.Start(b).Client()
 	locktest.BenchAcquireRelease(b, locktest.Poll(watchdog.New(rdb, reentrant.Options{Key: "bench", TTL: 20 * time.Second}, quiet, nil)))
 }
+
+func TestOneAttempt(t *testing.T) {
+	locktest.OneAttempt(t, watchdog.New(redistest.Start(t).Client(), reentrant.Options{}, nil, nil))
+}

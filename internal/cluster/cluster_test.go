@@ -1,0 +1,154 @@
+package cluster
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// sleeper starts a real process the way the cluster starts its own.
+func sleeper(t *testing.T) *Proc {
+	t.Helper()
+	bin, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep binary")
+	}
+	p := &Proc{Name: "sleeper", Args: []string{bin, "30"}, Log: filepath.Join(t.TempDir(), "sleeper.log")}
+	if err := p.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(p.Pid, syscall.SIGKILL) })
+	return p
+}
+
+// A pid is ours only while it runs the process we started: a state file
+// whose pid now belongs to another process (the same pid, another start) is
+// never signalled.
+func TestIdentity(t *testing.T) {
+	p := sleeper(t)
+	if !p.alive() {
+		t.Fatal("the process just started is not alive")
+	}
+	impostor := *p
+	impostor.Started = "1" // as if the pid had been reused since
+	if impostor.alive() {
+		t.Fatal("a pid with another start time passes for ours")
+	}
+	if err := impostor.signal(syscall.SIGTERM); err == nil {
+		t.Fatal("signalled a process that is not ours")
+	}
+	if ran, err := impostor.stop(time.Second); ran || err != nil {
+		t.Fatalf("stop of a process not ours: ran %v, err %v; want nothing done", ran, err)
+	}
+	if !p.alive() {
+		t.Fatal("the real process was hit")
+	}
+	if ran, err := p.stop(5 * time.Second); !ran || err != nil {
+		t.Fatalf("stop: ran %v, err %v", ran, err)
+	}
+	if p.alive() {
+		t.Fatal("alive after stop")
+	}
+}
+
+// Freeze, resume and kill go through the identity check, by name.
+func TestFreezeAndKill(t *testing.T) {
+	p := sleeper(t)
+	c := &Cluster{dir: t.TempDir(), State: State{Redis: []Proc{*p}}}
+	state := func() byte {
+		raw, err := os.ReadFile("/proc/" + strconv.Itoa(p.Pid) + "/stat")
+		if err != nil {
+			t.Skip("no /proc")
+		}
+		s := string(raw)
+		return s[strings.LastIndexByte(s, ')')+2]
+	}
+	if err := c.Freeze("sleeper", true); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the process stopped", func() bool { return state() == 'T' })
+	if err := c.Freeze("sleeper", false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the process running again", func() bool { return state() != 'T' })
+	if _, err := c.Kill("nobody"); err == nil {
+		t.Fatal("killed a process the cluster does not have")
+	}
+	if _, err := c.Kill("sleeper"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the process gone", func() bool { return !p.alive() })
+}
+
+func TestLoadNotUp(t *testing.T) {
+	if _, err := Load(t.TempDir()); !errors.Is(err, ErrNotUp) {
+		t.Fatalf("err = %v, want ErrNotUp", err)
+	}
+}
+
+// The plan puts Redis where the service's defaults point, the replicas on
+// the stock node, and nginx on loopback.
+func TestPlan(t *testing.T) {
+	s := Plan(Config{Dir: "/run/x", Port: 18000, Replicas: 3, Lock: "v6"})
+	if len(s.Redis) != 3 || len(s.Replicas) != 3 || s.Nginx.Addr != "127.0.0.1:18000" || s.URL != "http://127.0.0.1:18000/sale" {
+		t.Fatalf("plan %+v", s)
+	}
+	for _, r := range s.Replicas {
+		args := strings.Join(r.Args, " ")
+		if !strings.Contains(args, "-redis "+s.StockNode().Addr) || !strings.Contains(args, "-lock v6") || !strings.HasPrefix(r.Addr, "127.0.0.1:") {
+			t.Fatalf("replica %s: %s", r.Name, args)
+		}
+	}
+}
+
+// The rendered configuration is deploy/nginx.conf pointed at the local
+// replicas and port, every rule kept, and nginx accepts it.
+func TestRenderNginx(t *testing.T) {
+	cfg := Config{Root: "../..", Dir: t.TempDir(), Port: 18099}.withDefaults()
+	s := Plan(cfg)
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "nginx", "tmp"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := renderNginx(cfg, s); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(cfg.Dir, "nginx", "nginx.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := string(raw)
+	for _, want := range []string{"listen 127.0.0.1:18099;", "server " + s.Replicas[0].Addr + ";", "server " + s.Replicas[1].Addr + ";",
+		"proxy_next_upstream off;", "pid " + filepath.Join(cfg.Dir, "nginx", "nginx.pid")} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("rendered nginx.conf lacks %q", want)
+		}
+	}
+	if strings.Contains(conf, "inventory1:") || strings.Contains(conf, "listen 80;") {
+		t.Error("rendered nginx.conf still points at Compose's replicas or port 80")
+	}
+	bin := lookPath("nginx")
+	if !executable(bin) {
+		t.Skip("nginx not installed: the configuration is not checked by nginx itself")
+	}
+	if out, err := exec.Command(bin, "-t", "-q", "-p", filepath.Join(cfg.Dir, "nginx"), "-c", filepath.Join(cfg.Dir, "nginx", "nginx.conf"),
+		"-e", filepath.Join(cfg.Dir, "nginx", "error.log")).CombinedOutput(); err != nil {
+		t.Fatalf("nginx -t: %v\n%s", err, out)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
