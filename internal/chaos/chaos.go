@@ -19,6 +19,10 @@ type Faults struct {
 	// compare-and-delete script (which has no window). A long pause there lets
 	// the lease expire and a successor take the lock.
 	BeforeDelete func(ctx context.Context)
+	// BeforeWrite runs at the sale's last moment before it writes the stock,
+	// after every check it makes (the lease not known lost): a pause there is
+	// one no check in the process can catch.
+	BeforeWrite func(ctx context.Context)
 }
 
 type key struct{}
@@ -40,6 +44,20 @@ func BeforeDelete(ctx context.Context) {
 		f(ctx)
 	}
 }
+
+// BeforeWrite runs ctx's BeforeWrite hook, if any.
+func BeforeWrite(ctx context.Context) {
+	if f := From(ctx).BeforeWrite; f != nil {
+		f(ctx)
+	}
+}
+
+// StopProcess is a BeforeWrite hook that stops this whole process with
+// SIGSTOP, as a long GC pause or a frozen VM would, until something sends it
+// SIGCONT (the pause-holder scenario, once another holder has sold). The
+// process's every goroutine stops with it: v8's watchdog too. The calling
+// goroutine stops before it returns (see stopSelf).
+func StopProcess(context.Context) { stopSelf() }
 
 // Sleep is a BeforeDelete hook that pauses for d (or until ctx ends).
 func Sleep(d time.Duration) func(context.Context) {

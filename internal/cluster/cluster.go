@@ -205,6 +205,20 @@ func (c *Cluster) Freeze(name string, frozen bool) error {
 	return p.signal(syscall.SIGCONT)
 }
 
+// Stopped reports whether the named process is stopped (SIGSTOP, by Freeze
+// or by itself).
+func (c *Cluster) Stopped(name string) (bool, error) {
+	p, err := c.proc(name)
+	if err != nil {
+		return false, err
+	}
+	if !p.alive() {
+		return false, fmt.Errorf("cluster: %s is not running", name)
+	}
+	state, err := procState(p.Pid)
+	return state == 'T', err
+}
+
 // Kill kills the named process with SIGKILL, as a crash would (no release,
 // no watchdog stop), and returns what starts it again as it was (same
 // arguments, environment and log; a Redis node comes back empty) and waits

@@ -138,14 +138,31 @@ func waitGone(pid int, limit time.Duration) bool {
 
 // zombie reports whether pid has exited and awaits its parent's wait.
 func zombie(pid int) bool {
+	state, err := procState(pid)
+	return err == nil && state == 'Z'
+}
+
+// procState is pid's state letter (R, S, T stopped, Z zombie, ...): from
+// /proc where there is one, from ps elsewhere.
+func procState(pid int) (byte, error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if errors.Is(err, os.ErrNotExist) {
+		raw, err = exec.Command("ps", "-o", "stat=", "-p", strconv.Itoa(pid)).Output()
+		if s := strings.TrimSpace(string(raw)); err == nil && s != "" {
+			return s[0], nil
+		}
+		return 0, fmt.Errorf("state of pid %d: %w", pid, err)
+	}
 	if err != nil {
-		return false
+		return 0, err
 	}
 	// pid (comm) STATE ...: comm may hold spaces, so read after the last ')'.
 	s := string(raw)
 	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+	if i < 0 || i+2 >= len(s) {
+		return 0, fmt.Errorf("/proc/%d/stat: no state", pid)
+	}
+	return s[i+2], nil
 }
 
 // waitUntil polls ready, an observable state (a port, a PING), until it

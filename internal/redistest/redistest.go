@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -55,9 +56,10 @@ func Start(tb testing.TB) *Server {
 	return s
 }
 
-// Client returns a client for s, closed when the test ends.
+// Client returns a client for s with the service's options, closed when the
+// test ends.
 func (s *Server) Client() *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialerRetries: 1, PoolSize: 64})
+	c := redisconn.New(s.Addr, "")
 	s.tb.Cleanup(func() { c.Close() })
 	return c
 }
@@ -94,7 +96,7 @@ func (s *Server) start() error {
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 
-	c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialerRetries: 1})
+	c := redisconn.New(s.Addr, "")
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

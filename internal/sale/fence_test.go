@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/retry"
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
@@ -15,51 +17,40 @@ import (
 	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/locklab/locklab/internal/sale"
+	"github.com/locklab/locklab/internal/versions"
 	"github.com/redis/go-redis/v9"
 )
 
-// freezer wraps the real client: the first GET of the stock returns, then the
-// caller is frozen until thaw is closed, as a process stopped by SIGSTOP (or a
-// long GC pause) right after reading would be.
-type freezer struct {
-	sale.Client
-	frozen chan struct{} // closed once the reader is frozen
-	thaw   chan struct{}
-}
-
-func (f *freezer) Get(ctx context.Context, k string) *redis.StringCmd {
-	cmd := f.Client.Get(ctx, k)
-	close(f.frozen)
-	<-f.thaw
-	return cmd
-}
-
-// pauseHolder plays Kleppmann's scenario: A takes the lock and reads, freezes
-// past its lease; B takes the lock and sells; A wakes and writes. It returns
-// the stock afterwards and A's error.
+// pauseHolder plays Kleppmann's scenario: A takes the lock, reads, and is
+// frozen right before its write (its BeforeWrite hook blocks, as a process
+// stopped by SIGSTOP, or a long GC pause, would) past its lease; B takes the
+// lock and sells; A wakes and writes. It returns the stock afterwards and A's
+// error.
 func pauseHolder(t *testing.T, fenced bool) (stockAfter int, errA error) {
 	t.Helper()
 	rdb := redistest.Start(t).Client()
 	setStock(t, rdb, 10)
 	const lease = 50 * time.Millisecond
-	m := sale.Method{Name: "v6", Lock: locktest.Poll(lua.New(rdb, lua.Options{Key: "lock", TTL: lease, Fence: fenced})), Fenced: fenced}
-	f := &freezer{Client: rdb, frozen: make(chan struct{}), thaw: make(chan struct{})}
-	a := sale.New(f, sale.Options{Key: key, AcquireTimeout: time.Second})
-	b := sale.New(rdb, sale.Options{Key: key, AcquireTimeout: 5 * time.Second})
-
+	m := sale.Method{Name: "v6", Lock: locktest.Poll(lua.New(rdb, lua.Options{Key: "lock", TTL: lease, Fence: fenced})), Fence: map[bool]string{true: "redis"}[fenced]}
+	frozen, thaw := make(chan struct{}), make(chan struct{})
+	freeze := chaos.With(context.Background(), chaos.Faults{BeforeWrite: func(context.Context) {
+		close(frozen)
+		<-thaw
+	}})
+	svc := newService(rdb, 5*time.Second)
 	done := make(chan error)
 	go func() {
-		_, err := a.Sell(context.Background(), m)
+		_, err := svc.Sell(freeze, m)
 		done <- err
 	}()
-	<-f.frozen
+	<-frozen
 	locktest.WaitFor(t, 5*time.Second, "A's lease to expire while A is frozen", func() bool {
 		return rdb.Exists(context.Background(), "lock").Val() == 0
 	})
-	if res, err := b.Sell(context.Background(), m); err != nil || res.Remaining != 9 {
+	if res, err := svc.Sell(context.Background(), m); err != nil || res.Remaining != 9 {
 		t.Fatalf("B's sale: remaining %d, err %v; want 9, nil", res.Remaining, err)
 	}
-	close(f.thaw)
+	close(thaw)
 	errA = <-done
 	return stock(t, rdb), errA
 }
@@ -130,6 +121,48 @@ func TestLostLeaseStopsTheWrite(t *testing.T) {
 			if err != nil || stock(t, rdb) != 4 || !errors.Is(res.ReleaseErr, lease.ErrNotHeld) {
 				t.Fatalf("err %v, stock %d, release %v; want the sale written (4) and the release not held", err, stock(t, rdb), res.ReleaseErr)
 			}
+		})
+	}
+}
+
+// The sequence that broke our first fencing, on the real sale path: two
+// replicas, fenced v4 to v7, a 100 ms lease. Sale S works 400 ms; once its
+// lease has expired, sale B (on the other replica) takes the lock and reads,
+// then works 800 ms; S writes first, then B. The stock must drop by exactly
+// the units sold (S refused: 412), in whatever order the machine runs them.
+func TestStaleHolderWritingFirstIsFenced(t *testing.T) {
+	for _, name := range []string{"v4", "v5", "v6", "v7"} {
+		t.Run(name, func(t *testing.T) {
+			rdb := redistest.Start(t).Client()
+			setStock(t, rdb, 10)
+			replica := func() sale.Method {
+				deps := versions.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb}, TTL: 100 * time.Millisecond, Retry: time.Millisecond}
+				return versions.Build(deps, versions.Variant{Wait: "poll", Fence: true})[name]
+			}
+			a, b := replica(), replica()
+			svc := newService(rdb, 5*time.Second)
+			sold := 0
+			s := make(chan error, 1)
+			go func() {
+				_, err := svc.Sell(chaos.With(context.Background(), chaos.Faults{Hold: 400 * time.Millisecond}), a)
+				s <- err
+			}()
+			locktest.WaitFor(t, 5*time.Second, "S to take the lock", func() bool { return rdb.Exists(context.Background(), api.DefaultLockKey).Val() == 1 })
+			locktest.WaitFor(t, 5*time.Second, "S's lease to expire", func() bool { return rdb.Exists(context.Background(), api.DefaultLockKey).Val() == 0 })
+			_, errB := svc.Sell(chaos.With(context.Background(), chaos.Faults{Hold: 800 * time.Millisecond}), b)
+			errS := <-s
+			for _, err := range []error{errS, errB} {
+				switch {
+				case err == nil:
+					sold++
+				case !errors.Is(err, sale.ErrFenced):
+					t.Fatal(err)
+				}
+			}
+			if taken := 10 - stock(t, rdb); sold != taken || errB != nil {
+				t.Fatalf("%d sold, %d taken (S: %v, B: %v): want B sold and no unit sold twice", sold, taken, errS, errB)
+			}
+			t.Logf("S: %v; B sold", errS)
 		})
 	}
 }

@@ -35,9 +35,11 @@ type Method struct {
 	Lock   Locker // nil: no lock at all (the baseline), unless Atomic
 	Nested bool   // take the lock twice, nested, as the tutorial's v7 does
 	Atomic bool   // no lock: one Lua script checks and decrements
-	// Fenced says that Lock hands out fencing tokens: the stock's write is
-	// then refused for a holder older than the last writer.
-	Fenced bool
+	// Fence names the token domain when Lock hands out fencing tokens (""
+	// when it does not): the counter its tokens come from. The stock keeps
+	// the newest holder per domain, and tokens of two domains are never
+	// compared: two counters' numbers say nothing about each other.
+	Fence string
 	// Wait is how Lock waits for a taken lock ("poll", "notify"; empty
 	// when it does not wait in Redis), for the metrics.
 	Wait string
@@ -65,10 +67,11 @@ var (
 	ErrStockMissing = errors.New("sale: stock key is not set")
 	// ErrStockCorrupt means the stock key does not hold a whole number.
 	ErrStockCorrupt = errors.New("sale: stock is not an integer")
-	// ErrFenced means the stock refused the write: a holder with a newer
-	// fencing token has written since this one took the lock, so this one's
-	// lease had expired. Nothing was sold.
-	ErrFenced = errors.New("sale: write refused, a newer lock holder has written (fenced)")
+	// ErrFenced means the stock refused this holder's read or write: a
+	// holder with a newer fencing token (or the same token, another owner)
+	// has touched the stock since, so this one's lease had expired. Nothing
+	// was sold.
+	ErrFenced = errors.New("sale: refused by the stock, a newer lock holder has touched it (fenced)")
 	// ErrLeaseLost means the lock was known lost before the write (v8's
 	// watchdog found its lease gone), so the sale stopped: nothing was sold.
 	ErrLeaseLost = errors.New("sale: lock lost before the write, nothing sold")
@@ -144,7 +147,7 @@ func (s *Service) Sell(ctx context.Context, m Method) (Result, error) {
 		return s.sellAtomic(ctx)
 	}
 	if m.Lock == nil {
-		return s.readCheckWrite(ctx, nil)
+		return s.readCheckWrite(ctx, nil, nil)
 	}
 	owner := uuid.NewString() + ":" + strconv.FormatInt(goid.Get(), 10)
 	l, err := s.acquire(ctx, m, owner)
@@ -162,7 +165,7 @@ func (s *Service) Sell(ctx context.Context, m Method) (Result, error) {
 		}
 		l = nested(inner, l)
 	}
-	res, err := s.readCheckWrite(ctx, l)
+	res, err := s.readCheckWrite(ctx, l, s.fence(m, l, owner))
 	relErr := s.release(ctx, l)
 	if err != nil {
 		return Result{}, err
@@ -202,13 +205,29 @@ func nested(inner, outer lease.Lease) lease.Lease {
 	})
 }
 
+// fencing is a holder's identity at the stock: its token, its owner, and
+// the key that keeps the newest holder of its token domain.
+type fencing struct {
+	token int64
+	owner string
+	key   string
+}
+
+// fence is l's fencing under m, or nil when the sale is not fenced.
+func (s *Service) fence(m Method, l lease.Lease, owner string) *fencing {
+	if m.Fence == "" || l.Token() <= 0 {
+		return nil
+	}
+	return &fencing{token: l.Token(), owner: owner, key: s.key + ":fence:" + m.Fence}
+}
+
 // readCheckWrite is the tutorial's business step: GET, check, wait out the
 // business time, SET. It is not atomic; only a lock around it makes it safe.
 // l is the lease it runs under (nil: none). A lease known lost stops it
-// before the write. A fenced lease's token makes the write the fenced script
-// instead of SET: refused if a holder with a newer token has written.
-func (s *Service) readCheckWrite(ctx context.Context, l lease.Lease) (Result, error) {
-	n, err := s.Stock(ctx)
+// before the write. With fencing, the read and the write are both the fenced
+// script: refused once a newer holder has touched the stock.
+func (s *Service) readCheckWrite(ctx context.Context, l lease.Lease, f *fencing) (Result, error) {
+	n, err := s.read(ctx, f)
 	if err != nil {
 		return Result{}, err
 	}
@@ -228,40 +247,56 @@ func (s *Service) readCheckWrite(ctx context.Context, l lease.Lease) (Result, er
 		case <-t.C:
 		}
 	}
-	if l == nil {
-		return s.write(ctx, n-1)
-	}
-	if lease.IsLost(l) {
+	if l != nil && lease.IsLost(l) {
 		return Result{}, ErrLeaseLost
 	}
-	if token := l.Token(); token > 0 {
-		return s.fencedWrite(ctx, n-1, token)
+	chaos.BeforeWrite(ctx) // after the last check: a pause here goes unnoticed
+	if err := s.write(ctx, n-1, f); err != nil {
+		return Result{}, err
 	}
-	return s.write(ctx, n-1)
+	return Result{Remaining: n - 1}, nil
 }
 
-func (s *Service) write(ctx context.Context, n int64) (Result, error) {
-	if err := s.rdb.Set(ctx, s.key, n, 0).Err(); err != nil {
-		return Result{}, fmt.Errorf("sale: write stock: %w", err)
+// read reads the stock: a GET, or with fencing the fenced script.
+func (s *Service) read(ctx context.Context, f *fencing) (int64, error) {
+	if f == nil {
+		return s.Stock(ctx)
 	}
-	return Result{Remaining: n}, nil
-}
-
-func (s *Service) fencedWrite(ctx context.Context, n, token int64) (Result, error) {
-	ok, err := fencedWriteScript.Run(ctx, s.rdb, []string{s.key, s.key + ":fence"}, n, token).Int()
+	reply, err := fencedScript.Run(ctx, s.rdb, []string{s.key, f.key}, f.token, f.owner, "").Slice()
 	if err != nil {
-		return Result{}, fmt.Errorf("sale: fenced write of stock: %w", err)
+		return 0, fmt.Errorf("sale: fenced read of stock: %w", err)
 	}
-	if ok == 0 {
-		return Result{}, fmt.Errorf("%w: token %d", ErrFenced, token)
+	if reply[0] != int64(1) {
+		return 0, fmt.Errorf("%w: read with token %d", ErrFenced, f.token)
 	}
-	return Result{Remaining: n}, nil
+	if len(reply) < 2 || reply[1] == nil {
+		return 0, fmt.Errorf("%w: %s", ErrStockMissing, s.key)
+	}
+	return s.parse(fmt.Sprint(reply[1]))
 }
 
-//go:embed fenced_write.lua
-var fencedWriteSrc string
+// write writes the stock: a SET, or with fencing the fenced script.
+func (s *Service) write(ctx context.Context, n int64, f *fencing) error {
+	if f == nil {
+		if err := s.rdb.Set(ctx, s.key, n, 0).Err(); err != nil {
+			return fmt.Errorf("sale: write stock: %w", err)
+		}
+		return nil
+	}
+	reply, err := fencedScript.Run(ctx, s.rdb, []string{s.key, f.key}, f.token, f.owner, n).Slice()
+	if err != nil {
+		return fmt.Errorf("sale: fenced write of stock: %w", err)
+	}
+	if reply[0] != int64(1) {
+		return fmt.Errorf("%w: write with token %d", ErrFenced, f.token)
+	}
+	return nil
+}
 
-var fencedWriteScript = redis.NewScript(fencedWriteSrc)
+//go:embed fenced.lua
+var fencedSrc string
+
+var fencedScript = redis.NewScript(fencedSrc)
 
 //go:embed decrement.lua
 var decrementSrc string
@@ -298,6 +333,11 @@ func (s *Service) Stock(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("sale: read stock: %w", err)
 	}
+	return s.parse(v)
+}
+
+// parse reads a stock value: a whole number, or ErrStockCorrupt.
+func (s *Service) parse(v string) (int64, error) {
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s = %q", ErrStockCorrupt, s.key, v)

@@ -74,6 +74,8 @@ type Processes interface {
 	// Kill kills the process, as a crash would, and returns what starts it
 	// again and waits until it answers.
 	Kill(name string) (restart func(context.Context) error, err error)
+	// Stopped reports whether the process is stopped (SIGSTOP).
+	Stopped(name string) (bool, error)
 }
 
 // Scenario is one fault and what each version is expected to do under it.
@@ -106,7 +108,8 @@ func (c Cell) OK() bool { return c.Expected == c.Observed }
 // expected to do, read from scenarios.json (prose, kept as data), each bound
 // to the code that makes it happen.
 var All = bind(catalogue, map[string]runFunc{
-	"slow-holder":        slowHolder,
+	"slow-holder":        slowHolder(false),
+	"slow-holder+fence":  slowHolder(true),
 	"lost-lease":         lostLease,
 	"release-race":       releaseRace,
 	"crash-holder":       crashHolder,
@@ -164,22 +167,32 @@ func (s Scenario) Run(ctx context.Context, e Env, lock string) (Cell, error) {
 // lock at about TTL, reads the stock before S writes it, and holds the lock
 // when S releases at 1.5 x TTL: S's blind DEL (v4) removes B's lock, an owner
 // check (v5 on) leaves it; both sell the same unit. Under v8 the watchdog
-// keeps S's lease, B waits, and the sales run one after the other.
-func slowHolder(ctx context.Context, e Env, lock string, before int64) (string, string, error) {
-	s := e.sell(ctx, lock, "hold="+(e.TTL*3/2).String())
+// keeps S's lease, B waits, and the sales run one after the other. With
+// fencing (slow-holder+fence) the stale holder writes first, after B has
+// read: the stock refuses S (412) and only B sells.
+func slowHolder(fenced bool) runFunc {
+	return func(ctx context.Context, e Env, lock string, before int64) (string, string, error) {
+		return slowHeld(ctx, e, lock, before, fenced)
+	}
+}
+
+func slowHeld(ctx context.Context, e Env, lock string, before int64, fenced bool) (string, string, error) {
+	fence := "&fence=" + map[bool]string{false: "0", true: "1"}[fenced]
+	s := e.sell(ctx, lock, "hold="+(e.TTL*3/2).String()+fence)
 	if err := e.waitLock(ctx, true, 5*time.Second); err != nil {
 		return "", "", fmt.Errorf("the slow sale never took the lock: %w", err)
 	}
-	b := e.sell(ctx, lock, "hold="+e.TTL.String())
+	b := e.sell(ctx, lock, "hold="+e.TTL.String()+fence)
 	rs, held, rb, err := e.lockAfterFirst(ctx, s, b)
 	if err != nil {
 		return "", "", err
 	}
 	oversold, detail, err := e.oversold(ctx, before, rs, rb)
-	if err != nil {
-		return "", "", err
-	}
 	switch {
+	case err != nil:
+		return "", "", err
+	case oversold == 0 && rs.code == api.CodeFenced:
+		return StaleRefused, detail, nil
 	case oversold == 0:
 		return NoOversell, detail, nil
 	case held == 0:
@@ -306,11 +319,16 @@ func nodeDown(ctx context.Context, e Env, lock string, before int64) (observed, 
 	return "not clean", detail, nil
 }
 
-// pauseHolder: S, on replica 1, takes the lock and reads the stock; the
-// replica is then frozen, watchdog and all, until the lease has expired; B, on
-// replica 2, takes the lock and sells; replica 1 resumes and S writes what it
-// read before. Without fencing both sell the same unit; with it the stock
-// refuses S's stale write (412).
+// pauseHolder: S, on replica 1, takes the lock, reads the stock, makes every
+// check it makes (v8: the lease is not known lost), and then its whole
+// process stops (SIGSTOP, by its stop_before_write hook), watchdog and all:
+// Kleppmann's GC pause between the check and the write. Once the lease has
+// expired, B, on replica 2, takes the lock and sells; replica 1 resumes and S
+// writes what it read before. Without fencing both sell the same unit; with
+// it the stock refuses S's stale write (412). The pause is placed after the
+// check on purpose: a pause during the work is caught when the watchdog wakes
+// before the sale does, and missed when the sale wakes first; no check in
+// the process can catch one after it.
 func pauseHolder(fenced bool) runFunc {
 	return func(ctx context.Context, e Env, lock string, before int64) (string, string, error) {
 		return pausedHolder(ctx, e, lock, before, fenced)
@@ -318,22 +336,16 @@ func pauseHolder(fenced bool) runFunc {
 }
 
 func pausedHolder(ctx context.Context, e Env, lock string, before int64, fenced bool) (string, string, error) {
-	reads, err := e.getCalls(ctx)
-	if err != nil {
-		return "", "", err
-	}
 	fence := "0"
 	if fenced {
 		fence = "1"
 	}
-	s := e.sellAt(ctx, e.Replicas[0].URL, lock, "hold="+(e.TTL/2).String()+"&fence="+fence)
-	if err := e.waitRead(ctx, reads); err != nil {
-		return "", "", err
+	s := e.sellAt(ctx, e.Replicas[0].URL, lock, "stop_before_write=1&fence="+fence)
+	stopped := func() (bool, error) { return e.Procs.Stopped(e.Replicas[0].Name) }
+	if err := e.waitUntil(ctx, 5*time.Second, stopped); err != nil {
+		return "", "", fmt.Errorf("the first sale's replica never stopped before its write: %w", err)
 	}
-	thaw, err := e.freeze(e.Replicas[0].Name)
-	if err != nil {
-		return "", "", err
-	}
+	thaw := sync.OnceValue(func() error { return e.Procs.Freeze(e.Replicas[0].Name, false) })
 	defer thaw() // whatever happens, the replica runs again
 	if err := e.waitLock(ctx, false, 3*e.TTL); err != nil {
 		return "", "", fmt.Errorf("the frozen holder's lease never expired: %w", err)
@@ -403,11 +415,7 @@ func (e Env) freeze(name string) (thaw func() error, err error) {
 	if err := e.Procs.Freeze(name, true); err != nil {
 		return nil, err
 	}
-	var once sync.Once
-	return func() error {
-		once.Do(func() { err = e.Procs.Freeze(name, false) })
-		return err
-	}, nil
+	return sync.OnceValue(func() error { return e.Procs.Freeze(name, false) }), nil
 }
 
 // getCalls is how many GETs the stock's node has served.

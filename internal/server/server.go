@@ -166,7 +166,7 @@ func (h *handlers) choose(r *http.Request) (context.Context, sale.Method, *reque
 		return nil, sale.Method{}, &requestError{api.CodeUnknownLock,
 			fmt.Sprintf("unknown lock %q: want one of %s", name, strings.Join(h.Names, " "))}
 	}
-	if fence != nil && *fence && !m.Fenced {
+	if fence != nil && *fence && m.Fence == "" {
 		return nil, sale.Method{}, &requestError{api.CodeBadRequest, fmt.Sprintf("lock %s cannot hand out fencing tokens", m.Name)}
 	}
 	m.Nested = m.Nested || nested
@@ -202,6 +202,13 @@ func (h *handlers) faults(r *http.Request, q url.Values) (f chaos.Faults, nested
 			return ok
 		}},
 		{"nested", "1 or 0", func(v string) (ok bool) { nested, ok = boolean(v); return ok }},
+		{"stop_before_write", "1 or 0", func(v string) bool {
+			stop, ok := boolean(v)
+			if stop {
+				f.BeforeWrite = chaos.StopProcess
+			}
+			return ok
+		}},
 		{"fence", "1 or 0", func(v string) bool {
 			b, ok := boolean(v)
 			fence = &b
@@ -212,7 +219,7 @@ func (h *handlers) faults(r *http.Request, q url.Values) (f chaos.Faults, nested
 		return f, false, nil, nil
 	}
 	if !h.Chaos {
-		return f, false, nil, &requestError{api.CodeChaosDisabled, "fault hooks (hold, release_pause, nested, fence) need the service started with -chaos"}
+		return f, false, nil, &requestError{api.CodeChaosDisabled, "fault hooks (hold, release_pause, nested, fence, stop_before_write) need the service started with -chaos"}
 	}
 	if !h.authorized(r) {
 		return f, false, nil, &requestError{api.CodeUnauthorized, "fault hooks need the admin token: send Authorization: Bearer <token>"}

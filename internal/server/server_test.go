@@ -267,7 +267,7 @@ func TestFaultHooksAreGuarded(t *testing.T) {
 	// fence=1 picks the fenced lock: its write is the fenced script, which
 	// records the token beside the stock.
 	on.expect(t, on.do(t, "POST", "/sale?fence=1", "", "Authorization", "Bearer t"), 200, map[string]any{"sold": true, "remaining": 3.0})
-	if tok := on.rdb.Get(context.Background(), api.DefaultStockKey+":fence").Val(); tok == "" {
+	if tok := on.rdb.HGet(context.Background(), api.DefaultStockKey+":fence:redis", "token").Val(); tok == "" {
 		t.Fatal("fence=1 sold without a fencing token reaching the stock")
 	}
 }

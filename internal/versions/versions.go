@@ -113,14 +113,22 @@ func Build(d Deps, v Variant) map[string]sale.Method {
 	if v.Wait == "notify" && d.Notifier == nil {
 		panic("versions: Wait notify needs Deps.Notifier")
 	}
-	polled := func(name string, g retry.Guard, interval time.Duration) sale.Method {
-		return sale.Method{Name: name, Lock: retry.Poll(g, interval, d.counter(name, "poll")), Fenced: v.Fence, Wait: "poll"}
+	// The token domains: the single-node locks' counter beside the lock on
+	// the stock's node, and redlock's counters on its nodes.
+	domain := func(name string) string {
+		if !v.Fence {
+			return ""
+		}
+		return name
+	}
+	polled := func(name string, g retry.Guard, interval time.Duration, fence string) sale.Method {
+		return sale.Method{Name: name, Lock: retry.Poll(g, interval, d.counter(name, "poll")), Fence: fence, Wait: "poll"}
 	}
 	single := func(name string, g retry.Guard) sale.Method {
 		if v.Wait == "notify" {
-			return sale.Method{Name: name, Lock: retry.Notify(g, d.Notifier, d.counter(name, v.Wait)), Fenced: v.Fence, Wait: v.Wait}
+			return sale.Method{Name: name, Lock: retry.Notify(g, d.Notifier, d.counter(name, v.Wait)), Fence: domain("redis"), Wait: v.Wait}
 		}
-		return polled(name, g, d.Retry)
+		return polled(name, g, d.Retry, domain("redis"))
 	}
 	local := func(name string) sale.Method {
 		return sale.Method{Name: name, Lock: retry.Local(mutex.New(), d.counter(name, ""))}
@@ -137,7 +145,7 @@ func Build(d Deps, v Variant) map[string]sale.Method {
 		"v6":      single("v6", lua.New(d.Redis, lua.Options{Key: key, TTL: ttl, Fence: fence})),
 		"v7":      single("v7", reentrant.New(d.Redis, hash)),
 		"v8":      single("v8", watchdog.New(d.Redis, hash, d.Log.With("lock", "v8"), d.Observer)),
-		"redlock": polled("redlock", redlock.New(d.Redlock, redlock.Options{Key: key, TTL: ttl, Fence: fence}), d.RedlockRetry),
+		"redlock": polled("redlock", redlock.New(d.Redlock, redlock.Options{Key: key, TTL: ttl, Fence: fence}), d.RedlockRetry, domain("redlock")),
 		"atomic":  {Name: "atomic", Atomic: true},
 	}
 	for _, name := range []string{"v7", "v8"} { // the tutorial's v7 /sale takes the lock twice
