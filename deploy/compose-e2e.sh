@@ -2,8 +2,9 @@
 # make e2e-compose: the Docker Compose stack end to end, with no registry.
 # Builds the offline images, brings the stack up, and checks that: `up -d`
 # returns ready (a sale works at once); nginx spreads requests over both
-# replicas; the load test from inside the network shows v1 oversell and v6 and
-# redlock not; with one Redis node stopped redlock still sells without
+# replicas; the load test from inside the network shows v2 oversell and v1 (on
+# one replica, as the tutorial runs it), v6 and redlock not, with the checker's
+# evidence; with one Redis node stopped redlock still sells without
 # oversell; with the stock's node stopped v6 answers clean 503s. Then it tears
 # everything down and checks that no container, network or volume is left.
 #
@@ -77,12 +78,15 @@ expect() {
   local line over failed sold
   line=$(echo "$1" | grep "\"lock\":\"$2\"") || fail "no result for $2"
   over=$(field "$line" oversold); failed=$(field "$line" failed); sold=$(field "$line" sold)
-  say "  $2: sold $sold, oversold $over, failed $failed"
+  two=$(field "$line" two_holders); lost=$(field "$line" lost_updates); unknown=$(field "$line" unknown)
+  echo "$line" | grep -q '"history_checked":true' || fail "$2: the replicas' history was not checked: $line"
+  say "  $2: sold $sold, oversold $over, two holders $two, lost updates $lost, failed $failed, unknown $unknown"
   case "$3" in
-    zero) [ "$over" -eq 0 ] || fail "$2 oversold $over" ;;
-    positive) [ "$over" -gt 0 ] || fail "$2 did not oversell" ;;
+    zero) [ "$over" -eq 0 ] && [ "$two" -eq 0 ] && [ "$lost" -eq 0 ] && echo "$line" | grep -q '"linearizable":true' \
+      || fail "$2: oversold $over, two holders $two, lost updates $lost: want none, linearizable" ;;
+    positive) [ "$over" -gt 0 ] && [ $((two + lost)) -gt 0 ] || fail "$2 did not oversell with evidence" ;;
   esac
-  [ "$failed" -eq 0 ] || fail "$2: $failed requests failed"
+  [ "$failed" -eq 0 ] && [ "$unknown" -eq 0 ] || fail "$2: $failed requests failed, $unknown unknown"
 }
 
 say "LOCK=v6 docker compose up -d: every replica switches, nginx still reaches them"
@@ -93,11 +97,12 @@ for _ in 1 2; do
 done
 say "after the switch: $reply"
 
-say "load test from inside the network: v1, v6, redlock"
+say "load test from inside the network: v1, v2, v6, redlock"
 # --no-deps: the stack is up, and `run` must not (re)start a node stopped on purpose.
-out=$(dc run --rm --no-deps loadtest -lock v1,v6,redlock -json -out /reports/e2e-compose.html)
+out=$(dc run --rm --no-deps loadtest -lock v1,v2,v6,redlock -json -out /reports/e2e-compose.html)
 [ -s reports/e2e-compose.html ] || fail "the load test did not write its report to the mounted ./reports"
-expect "$out" v1 positive
+expect "$out" v1 zero
+expect "$out" v2 positive
 expect "$out" v6 zero
 expect "$out" redlock zero
 

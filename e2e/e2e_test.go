@@ -124,19 +124,31 @@ func TestLocalCluster(t *testing.T) {
 			if err != nil {
 				t.Fatalf("run %d, %s: %v", run, v.Name, err)
 			}
-			t.Logf("run %d %-8s sold %4d oversold %4d failed %d p99 %.0fms replicas %v",
-				run, v.Name, r.Sold, r.Oversold, r.Failed, r.Latency.P99, r.Replicas)
-			switch {
-			case v.Safe && r.Oversold != 0:
-				t.Errorf("run %d: %s oversold %d; it must never oversell", run, v.Name, r.Oversold)
-			case !v.Safe && r.Oversold <= 0:
-				t.Errorf("run %d: %s did not oversell on two replicas", run, v.Name)
+			t.Logf("run %d %-8s sold %4d oversold %4d two holders %4d lost updates %4d linearizable %-8s failed %d unknown %d p99 %.0fms replicas %v",
+				run, v.Name, r.Sold, r.Oversold, r.TwoHolders, r.LostUpdates, r.Linearizability, r.Failed, r.Unknown, r.Latency.P99, r.Replicas)
+			if !r.HistoryChecked {
+				t.Fatalf("run %d, %s: the replicas' history was not checked: %s", run, v.Name, r.HistoryNote)
 			}
-			if r.Failed != 0 {
-				t.Errorf("run %d: %s failed %d requests (%v): waiting requests must be served", run, v.Name, r.Failed, r.FailedBy)
+			// The evidence, not only the count: the unsafe versions show two
+			// holders (v2: two process mutexes) or lost updates (none: no
+			// lock); the safe ones show neither and are linearizable.
+			switch {
+			case v.Safe && (r.Oversold != 0 || r.TwoHolders != 0 || r.LostUpdates != 0 || !r.Linearizable):
+				t.Errorf("run %d: %s oversold %d, two holders %d, lost updates %d, linearizability %s; it must show none of them",
+					run, v.Name, r.Oversold, r.TwoHolders, r.LostUpdates, r.Linearizability)
+			case !v.Safe && (r.Oversold <= 0 || r.TwoHolders+r.LostUpdates == 0 || r.Linearizable):
+				t.Errorf("run %d: %s oversold %d, two holders %d, lost updates %d, linearizability %s; want an oversell the checker sees",
+					run, v.Name, r.Oversold, r.TwoHolders, r.LostUpdates, r.Linearizability)
+			}
+			if r.NotServed() != 0 {
+				t.Errorf("run %d: %s: %d requests failed or unknown (%v): waiting requests must be served", run, v.Name, r.NotServed(), r.FailedBy)
 			}
 			for _, rep := range c.State.Replicas {
-				if n := r.Replicas[rep.Name]; n < cfg.Requests*2/5 {
+				n := r.Replicas[rep.Name]
+				switch {
+				case v.OneReplica && n != 0 && n != cfg.Requests:
+					t.Errorf("run %d: %s ran on more than one replica (%v); the tutorial runs it on one", run, v.Name, r.Replicas)
+				case !v.OneReplica && n < cfg.Requests*2/5:
 					t.Errorf("run %d: %s: %s served %d of %d requests; nginx should alternate", run, v.Name, rep.Name, n, cfg.Requests)
 				}
 			}

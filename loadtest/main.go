@@ -51,7 +51,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per version instead of the table")
 	fs.StringVar(&o.out, "out", "", "also write a self-contained HTML report to this file")
 	fs.StringVar(&o.cfg.AdminToken, "admin-token", "", "bearer token for PUT /stock, when the service requires one")
-	fs.BoolVar(&o.expectSafe, "expect-safe", false, "exit 1 when a version other than none, v1 and v2 oversold")
+	fs.BoolVar(&o.expectSafe, "expect-safe", false, "exit 1 when a version other than none and v2 oversold")
 	fs.BoolVar(&o.cfg.Plain, "plain", false, "just fire -n GET requests at -url (no stock, no ?lock=): to measure the load test itself")
 	fs.StringVar(&o.scenario, "scenario", "", "run a fault scenario instead of the load test: "+scenarioNames()+", or all (needs replicas started with -chaos and -admin-token)")
 	fs.StringVar(&o.runDir, "run-dir", ".run", "with -scenario: the local cluster's run directory (its state file: the Redis nodes to watch, the processes to freeze and kill)")

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/cli"
+	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/locklab/locklab/internal/metrics"
 	"github.com/locklab/locklab/internal/redisconn"
@@ -116,11 +117,15 @@ func handler(cfg config, deps versions.Deps, rdb *redis.Client, mx *metrics.Metr
 		}
 		return nil
 	}
+	var hist *history.Ring
+	if cfg.History > 0 {
+		hist = history.NewRing(cfg.History)
+	}
 	return server.New(server.Config{
 		Seller: svc, Versions: versions.BuildAll(deps, cfg.variants()), Default: versions.Variant{Wait: cfg.Wait, Fence: cfg.Fence},
 		Names: versions.Names(), Lock: cfg.Lock, LockKey: cfg.LockKey, Override: cfg.LockOverride, Replica: cfg.Name,
 		AdminToken: cfg.AdminToken, Chaos: cfg.Chaos, Settings: cfg.settings(), Ready: ready, Log: log,
-		Recorder: mx, Metrics: mx.Handler(),
+		Recorder: mx, Metrics: mx.Handler(), History: hist,
 	})
 }
 

@@ -116,8 +116,15 @@ const (
 	Sold    = "sold"
 	SoldOut = "sold_out"
 	Fenced  = "fenced"
-	Failed  = "failed" // nothing sold: a timeout, a node down, a lost lease, a refused request
+	Failed  = "failed" // known to have sold nothing: the lock not obtained, the lease lost, a refused request
+	// Unknown may or may not have sold: the reply was lost (a transport
+	// error, a timeout) or a 5xx came after which the write may have
+	// happened (Redis unreachable mid-sale, nginx's 502 or 504).
+	Unknown = "unknown"
 )
+
+// soldNothing are the 5xx codes the service gives only before any write.
+var soldNothing = map[string]bool{CodeLockTimeout: true, CodeStockMissing: true, CodeLeaseLost: true, CodeStockCorrupt: true}
 
 // Outcome classifies a /sale reply.
 func Outcome(status int, reply Sale) string {
@@ -128,6 +135,8 @@ func Outcome(status int, reply Sale) string {
 		return SoldOut
 	case reply.Code == CodeFenced:
 		return Fenced
+	case status >= 500 && !soldNothing[reply.Code]:
+		return Unknown
 	}
 	return Failed
 }

@@ -124,7 +124,8 @@ func TestRenderNginx(t *testing.T) {
 	}
 	conf := string(raw)
 	for _, want := range []string{"listen 127.0.0.1:18099;", "server " + s.Replicas[0].Addr + ";", "server " + s.Replicas[1].Addr + ";",
-		"proxy_next_upstream off;", "pid " + filepath.Join(cfg.Dir, "nginx", "nginx.pid")} {
+		"proxy_next_upstream off;", "pid " + filepath.Join(cfg.Dir, "nginx", "nginx.pid"),
+		"location /replica/" + s.Replicas[1].Name + "/ {", "upstream replica-" + s.Replicas[0].Name + " {"} {
 		if !strings.Contains(conf, want) {
 			t.Errorf("rendered nginx.conf lacks %q", want)
 		}

@@ -8,29 +8,40 @@ import (
 )
 
 // renderNginx writes the local nginx.conf: deploy/nginx.conf, the Compose
-// configuration, with its replicas block pointing at the local replicas,
-// listening on 127.0.0.1:PORT, and with every path (pid, logs, temp files)
-// inside the run directory. Every other rule is kept.
+// configuration, with what stands between each pair of markers (the
+// replicas, one upstream and one route per replica) made for the local
+// replicas, listening on 127.0.0.1:PORT, and with every path (pid, logs,
+// temp files) inside the run directory. Every other rule is kept.
 func renderNginx(cfg Config, s State) error {
 	src, err := os.ReadFile(filepath.Join(cfg.Root, "deploy", "nginx.conf"))
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
+	blocks := map[string]func(r Proc) string{
+		"replicas": func(r Proc) string { return fmt.Sprintf("        server %s;\n", r.Addr) },
+		"replica-upstreams": func(r Proc) string {
+			return fmt.Sprintf("    upstream replica-%s {\n        server %s;\n        keepalive 16;\n    }\n", r.Name, r.Addr)
+		},
+		"replica-routes": func(r Proc) string {
+			return fmt.Sprintf("        location /replica/%s/ {\n            proxy_pass http://replica-%s/;\n        }\n", r.Name, r.Name)
+		},
+	}
 	dir := filepath.Join(cfg.Dir, "nginx")
 	var b strings.Builder
 	fmt.Fprintf(&b, "pid %s;\nerror_log %s warn;\n", filepath.Join(dir, "nginx.pid"), filepath.Join(dir, "error.log"))
-	skip, listens := false, 0
+	skip, listens, rendered := false, 0, 0
 	for line := range strings.SplitSeq(strings.TrimSuffix(string(src), "\n"), "\n") {
 		trimmed := strings.TrimSpace(line)
-		switch {
-		case strings.HasPrefix(trimmed, "# replicas:begin"):
+		if name, ok := strings.CutSuffix(strings.TrimPrefix(trimmed, "# "), ":begin"); ok && blocks[name] != nil {
 			b.WriteString(line + "\n")
 			for _, r := range s.Replicas {
-				fmt.Fprintf(&b, "        server %s;\n", r.Addr)
+				b.WriteString(blocks[name](r))
 			}
-			skip = true
+			skip, rendered = true, rendered+1
 			continue
-		case strings.HasPrefix(trimmed, "# replicas:end"):
+		}
+		switch {
+		case strings.HasPrefix(trimmed, "# ") && strings.HasSuffix(trimmed, ":end"):
 			skip = false
 		case skip:
 			continue
@@ -45,8 +56,8 @@ func renderNginx(cfg Config, s State) error {
 			}
 		}
 	}
-	if listens != 1 {
-		return fmt.Errorf("cluster: deploy/nginx.conf: want one 'listen 80;' line, found %d", listens)
+	if listens != 1 || rendered != len(blocks) {
+		return fmt.Errorf("cluster: deploy/nginx.conf: want one 'listen 80;' line and the markers of %d blocks, found %d and %d", len(blocks), listens, rendered)
 	}
 	return os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(b.String()), 0o644)
 }

@@ -6,11 +6,15 @@ package loadtest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +23,9 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/checker"
+	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/versions"
 	"github.com/valyala/fasthttp"
 )
 
@@ -37,8 +44,11 @@ type Config struct {
 	Duration time.Duration
 	// Plain fires the requests at URL as it is, with no stock handling and no
 	// ?lock=: for measuring the load test itself against wrk.
-	Plain  bool
-	Client *fasthttp.Client // NewClient
+	Plain bool
+	// NoCheck skips recording the evidence and checking it: for runs that
+	// measure speed only (the bench).
+	NoCheck bool
+	Client  *fasthttp.Client // NewClient
 	// Progress, when set, is told of every finished request.
 	Progress func()
 }
@@ -54,8 +64,11 @@ type Result struct {
 	// Fenced counts 412 replies: stale writes the stock refused because a
 	// newer lock holder had written (the service's -fence).
 	Fenced int `json:"fenced"`
-	Failed int `json:"failed"` // everything else
-	// FailedBy counts failures by HTTP status ("503") or "transport".
+	// Failed counts requests known to have sold nothing; the checker's
+	// Unknown, those that may have sold (see api.Unknown).
+	Failed int `json:"failed"`
+	// FailedBy counts failed and unknown requests by HTTP status ("503")
+	// or "transport".
 	FailedBy    map[string]int `json:"failed_by,omitempty"`
 	StockBefore int64          `json:"stock_before"`
 	StockAfter  int64          `json:"stock_after"`
@@ -71,6 +84,17 @@ type Result struct {
 	// LeaseWarnings counts sales the service reported as sold after its lock
 	// had expired (the reply's warning field).
 	LeaseWarnings int `json:"lease_warnings,omitempty"`
+	// The checker's verdict on the run's evidence (two holders, lost
+	// updates, linearizability, the oversell's range).
+	checker.Verdict
+	// HistoryNote says why the replicas' history was not checked, if not.
+	HistoryNote string `json:"history_note,omitempty"`
+	// Ops and Sales are the evidence: every request as the client saw it,
+	// every sale as its replica recorded it (for the report's timeline).
+	Ops   []checker.Op   `json:"-"`
+	Sales []history.Sale `json:"-"`
+
+	unknown int // requests with an unknown outcome, as tallied (plain runs too)
 }
 
 // Latency percentiles in milliseconds.
@@ -95,7 +119,9 @@ func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
 			return res, err
 		}
 	}
-	hist, elapsed := cfg.fireAll(ctx, target, &res)
+	run := runID()
+	started := time.Now()
+	hist, elapsed := cfg.fireAll(ctx, target, run, &res)
 	res.summarise(hist, elapsed)
 	if !cfg.Plain {
 		// Read even after an interrupted run: what it did to the stock counts.
@@ -106,6 +132,10 @@ func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
 		res.StockAfter = after
 		res.Oversold = int64(res.Sold) - (res.StockBefore - after)
 		res.BeyondStock = max(0, int64(res.Sold)-res.StockBefore)
+		if !cfg.NoCheck {
+			res.Sales, res.HistoryNote = cfg.histories(res.Replicas, started, run)
+			res.Verdict = checker.Check(checker.Run{StockBefore: res.StockBefore, StockAfter: after, Ops: res.Ops, Sales: res.Sales})
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("loadtest: stopped: %w", err)
@@ -114,10 +144,21 @@ func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
 }
 
 // prepare sets the stock and returns the sale URL for lock, the stock URL,
-// and the stock as read back.
+// and the stock as read back. A version the tutorial runs on one process
+// (v1) gets one replica's URL, the replica that answers /healthz.
 func (cfg Config) prepare(lock string) (target, stockURL string, before int64, err error) {
 	if stockURL, err = Sibling(cfg.URL, "stock"); err != nil {
 		return "", "", 0, err
+	}
+	saleURL := cfg.URL
+	if v, _ := versions.Lookup(lock); v.OneReplica {
+		h, err := Health(cfg)
+		if err != nil {
+			return "", "", 0, err
+		}
+		if saleURL, err = ReplicaURL(cfg.URL, h.Replica, "sale"); err != nil {
+			return "", "", 0, err
+		}
 	}
 	if err := cfg.setStock(stockURL, cfg.Stock); err != nil {
 		return "", "", 0, err
@@ -125,14 +166,52 @@ func (cfg Config) prepare(lock string) (target, stockURL string, before int64, e
 	if before, err = cfg.stock(stockURL); err != nil {
 		return "", "", 0, err
 	}
-	target, err = withLock(cfg.URL, lock, cfg.Wait)
+	target, err = withLock(saleURL, lock, cfg.Wait)
 	return target, stockURL, before, err
 }
 
+// runID names one run: its requests' ids start with it, so its sales can be
+// told apart in the replicas' history.
+func runID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// histories reads every replica's record of the run's sales (through nginx's
+// /replica/NAME/ route), or says why it could not.
+func (cfg Config) histories(replicas map[string]int, since time.Time, run string) ([]history.Sale, string) {
+	sales := []history.Sale{}
+	for _, name := range slices.Sorted(maps.Keys(replicas)) {
+		u, err := ReplicaURL(cfg.URL, name, "history")
+		if err != nil {
+			return nil, err.Error()
+		}
+		raw, err := cfg.do(http.MethodGet, u+"?since="+url.QueryEscape(since.Format(time.RFC3339Nano)), nil)
+		if err != nil {
+			return nil, fmt.Sprintf("the replicas' history was not read: %v", err)
+		}
+		var reply history.Reply
+		if err := json.Unmarshal(raw, &reply); err != nil {
+			return nil, fmt.Sprintf("the replicas' history was not read: %s: %v", u, err)
+		}
+		if reply.Truncated {
+			return nil, fmt.Sprintf("replica %s kept too few sales for this run (raise its -history)", name)
+		}
+		for _, s := range reply.Sales {
+			if strings.HasPrefix(s.ID, run+"-") {
+				sales = append(sales, s)
+			}
+		}
+	}
+	return sales, ""
+}
+
 // fireAll sends up to cfg.Requests requests to target over cfg.Concurrency
-// workers (for at most cfg.Duration when set), tallies the replies into res,
+// workers (for at most cfg.Duration when set), each with its own request id
+// (run-N), tallies the replies into res, records each request in res.Ops,
 // and returns the latencies and the time it took.
-func (cfg Config) fireAll(ctx context.Context, target string, res *Result) (*hdrhistogram.Histogram, time.Duration) {
+func (cfg Config) fireAll(ctx context.Context, target, run string, res *Result) (*hdrhistogram.Histogram, time.Duration) {
 	var (
 		next    atomic.Int64
 		stopped atomic.Bool
@@ -149,10 +228,12 @@ func (cfg Config) fireAll(ctx context.Context, target string, res *Result) (*hdr
 		wg.Go(func() {
 			local := newHistogram()
 			tally := Result{FailedBy: map[string]int{}, Replicas: map[string]int{}}
-			for !stopped.Load() && next.Add(1) <= int64(cfg.Requests) && ctx.Err() == nil {
-				t0 := time.Now()
-				cfg.fire(target, &tally)
-				_ = local.RecordValue(max(1, time.Since(t0).Microseconds()))
+			for n := next.Add(1); !stopped.Load() && n <= int64(cfg.Requests) && ctx.Err() == nil; n = next.Add(1) {
+				op := cfg.fire(target, run+"-"+strconv.FormatInt(n, 10), &tally)
+				_ = local.RecordValue(max(1, op.Return.Sub(op.Invoke).Microseconds()))
+				if !cfg.Plain && !cfg.NoCheck {
+					tally.Ops = append(tally.Ops, op)
+				}
 				if cfg.Progress != nil {
 					cfg.Progress()
 				}
@@ -173,7 +254,7 @@ func newHistogram() *hdrhistogram.Histogram {
 
 // summarise fills in the totals, rates and latency percentiles.
 func (r *Result) summarise(hist *hdrhistogram.Histogram, elapsed time.Duration) {
-	r.Requests = r.Sold + r.SoldOut + r.Fenced + r.Failed
+	r.Requests = r.Sold + r.SoldOut + r.Fenced + r.Failed + r.unknown
 	r.Seconds = elapsed.Seconds()
 	r.SalesPerSec = float64(r.Sold) / r.Seconds
 	r.RequestsPerSec = float64(r.Requests) / r.Seconds
@@ -182,22 +263,28 @@ func (r *Result) summarise(hist *hdrhistogram.Histogram, elapsed time.Duration) 
 		P99: ms(hist.ValueAtQuantile(99)), Max: ms(hist.Max())}
 }
 
+// NotServed counts the requests that failed or whose outcome is unknown.
+func (r Result) NotServed() int { return r.Failed + r.unknown }
+
 func (r *Result) add(o Result) {
 	r.Sold += o.Sold
 	r.SoldOut += o.SoldOut
 	r.Fenced += o.Fenced
 	r.Failed += o.Failed
 	r.LeaseWarnings += o.LeaseWarnings
+	r.unknown += o.unknown
 	for k, v := range o.FailedBy {
 		r.FailedBy[k] += v
 	}
 	for k, v := range o.Replicas {
 		r.Replicas[k] += v
 	}
+	r.Ops = append(r.Ops, o.Ops...)
 }
 
-// fire sends one request and files its reply in tally.
-func (cfg Config) fire(target string, tally *Result) {
+// fire sends one request with the request id id, files its reply in tally,
+// and returns it as the client saw it.
+func (cfg Config) fire(target, id string, tally *Result) checker.Op {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
@@ -206,17 +293,26 @@ func (cfg Config) fire(target string, tally *Result) {
 	if cfg.Plain {
 		req.Header.SetMethod(http.MethodGet)
 	}
-	if err := cfg.Client.DoTimeout(req, resp, requestTimeout); err != nil {
-		tally.Failed++
+	req.Header.Set("X-Request-Id", id)
+	op := checker.Op{ID: id, Invoke: time.Now()}
+	err := cfg.Client.DoTimeout(req, resp, requestTimeout)
+	op.Return = time.Now()
+	if err != nil {
 		tally.FailedBy["transport"]++
-		return
+		tally.unknown++
+		op.Outcome = api.Unknown
+		return op
 	}
 	var body api.Sale
 	_ = json.Unmarshal(resp.Body(), &body) // a reply that is not JSON only lacks its replica
 	if body.Replica != "" {
 		tally.Replicas[body.Replica]++
 	}
-	switch api.Outcome(resp.StatusCode(), body) {
+	op.Outcome, op.Replica = api.Outcome(resp.StatusCode(), body), body.Replica
+	if body.Remaining != nil {
+		op.Remaining = *body.Remaining
+	}
+	switch op.Outcome {
 	case api.Sold:
 		tally.Sold++
 		if body.Warning != "" {
@@ -226,10 +322,14 @@ func (cfg Config) fire(target string, tally *Result) {
 		tally.SoldOut++
 	case api.Fenced:
 		tally.Fenced++
+	case api.Unknown:
+		tally.unknown++
+		tally.FailedBy[strconv.Itoa(resp.StatusCode())]++
 	default:
 		tally.Failed++
 		tally.FailedBy[strconv.Itoa(resp.StatusCode())]++
 	}
+	return op
 }
 
 // requestTimeout bounds one request: longer than any -acquire-timeout the
@@ -252,6 +352,12 @@ func Health(cfg Config) (api.Health, error) {
 		return h, fmt.Errorf("loadtest: %s: %w", healthURL, err)
 	}
 	return h, nil
+}
+
+// ReplicaURL turns the service's .../sale endpoint into replica's own
+// .../replica/REPLICA/NAME, routed by nginx to that replica alone.
+func ReplicaURL(saleURL, replica, name string) (string, error) {
+	return Sibling(saleURL, "replica/"+url.PathEscape(replica)+"/"+name)
 }
 
 // Sibling turns the service's .../sale endpoint into its .../NAME neighbour.

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,13 +19,29 @@ import (
 // WriteTable writes one row per result, in the order given.
 func WriteTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "lock\trequests\tsold\tsold out\tfenced\tfailed\tstock before\tafter\toversold\tbeyond stock\tsales/s\treq/s\tp50 ms\tp90 ms\tp99 ms\tmax ms\treplicas\t")
+	fmt.Fprintln(tw, "lock\trequests\tsold\tsold out\tfenced\tfailed\tunknown\tstock before\tafter\toversold\ttwo holders\tlost updates\tlinearizable\tsales/s\tp50 ms\tp99 ms\tmax ms\treplicas\t")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t\n",
-			r.Lock, r.Requests, r.Sold, r.SoldOut, r.Fenced, failures(r), r.StockBefore, r.StockAfter, r.Oversold, r.BeyondStock,
-			r.SalesPerSec, r.RequestsPerSec, r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.Max, replicas(r))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%s\t\n",
+			r.Lock, r.Requests, r.Sold, r.SoldOut, r.Fenced, failures(r), r.Unknown, r.StockBefore, r.StockAfter, oversold(r),
+			evidence(r, r.TwoHolders), evidence(r, r.LostUpdates), r.Linearizability, r.SalesPerSec, r.Latency.P50, r.Latency.P99, r.Latency.Max, replicas(r))
 	}
 	return tw.Flush()
+}
+
+// oversold is the oversell, or its range when outcomes are unknown.
+func oversold(r Result) string {
+	if r.OversoldMax > r.OversoldMin {
+		return fmt.Sprintf("%d-%d", r.OversoldMin, r.OversoldMax)
+	}
+	return strconv.FormatInt(r.Oversold, 10)
+}
+
+// evidence is a count from the replicas' history, or "-" when it was not read.
+func evidence(r Result, n int) string {
+	if !r.HistoryChecked {
+		return "-"
+	}
+	return strconv.Itoa(n)
 }
 
 // failures is "0", or the count with its breakdown: "12 (503:10 transport:2)".

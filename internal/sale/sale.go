@@ -77,13 +77,41 @@ var (
 	ErrLeaseLost = errors.New("sale: lock lost before the write, nothing sold")
 )
 
-// Result is one successful sale.
+// Result is one sale: what remains, and its trace.
 type Result struct {
 	Remaining int64
+	// Trace is what the sale did, whatever its error: Sell sets it on every
+	// return.
+	Trace Trace
 	// ReleaseErr is set when the sale went through but releasing the lock
 	// failed: the unit is sold. When it wraps lease.ErrNotHeld the lease
 	// expired while the sale ran, and the lock did not protect it all the way.
 	ReleaseErr error
+}
+
+// Trace is what one sale did to the lock and the stock, with this process's
+// wall-clock time of each step: the raw material of the history, which costs
+// no Redis round trip. A zero time is a step not taken.
+type Trace struct {
+	Owner    string    `json:"owner,omitempty"`
+	Token    int64     `json:"token,omitempty"`
+	Obtained time.Time `json:"obtained,omitzero"` // the lock obtained
+	Read     Step      `json:"read,omitzero"`     // the stock read
+	Written  Step      `json:"written,omitzero"`  // the stock written
+	// Refused is set when fencing refused the read or the write.
+	Refused bool `json:"refused,omitempty"`
+	// Releasing is when the release was sent: the end of the time this
+	// holder believed it held the lock. Released is when it returned.
+	Releasing time.Time `json:"releasing,omitzero"`
+	Released  time.Time `json:"released,omitzero"`
+	// NotHeld is set when the release found the lock no longer this owner's.
+	NotHeld bool `json:"not_held,omitempty"`
+}
+
+// Step is one access to the stock: when, and the value read or written.
+type Step struct {
+	At    time.Time `json:"at"`
+	Value int64     `json:"value"`
 }
 
 // Client is the part of a Redis client the sale uses.
@@ -143,30 +171,37 @@ func (s *Service) Key() string { return s.key }
 // when the caller went away, or the Redis error that stopped it; in none of
 // those cases was stock taken.
 func (s *Service) Sell(ctx context.Context, m Method) (Result, error) {
+	var tr Trace
+	res, err := s.sell(ctx, m, &tr)
+	res.Trace = tr
+	return res, err
+}
+
+func (s *Service) sell(ctx context.Context, m Method, tr *Trace) (Result, error) {
 	if m.Atomic {
-		return s.sellAtomic(ctx)
+		return s.sellAtomic(ctx, tr)
 	}
 	if m.Lock == nil {
-		return s.readCheckWrite(ctx, nil, nil)
+		return s.readCheckWrite(ctx, nil, nil, tr)
 	}
-	owner := uuid.NewString() + ":" + strconv.FormatInt(goid.Get(), 10)
-	l, err := s.acquire(ctx, m, owner)
+	tr.Owner = uuid.NewString() + ":" + strconv.FormatInt(goid.Get(), 10)
+	l, err := s.acquire(ctx, m, tr.Owner)
 	if err != nil {
 		return Result{}, err
 	}
+	tr.Obtained, tr.Token = time.Now(), l.Token()
 	if s.observer != nil {
-		obtained := time.Now()
-		defer func() { s.observer.Held(m, time.Since(obtained)) }() // after the release below
+		defer func() { s.observer.Held(m, tr.Released.Sub(tr.Obtained)) }()
 	}
 	if m.Nested {
-		inner, err := s.acquire(ctx, m, owner)
+		inner, err := s.acquire(ctx, m, tr.Owner)
 		if err != nil {
-			return Result{}, errors.Join(err, s.release(ctx, l))
+			return Result{}, errors.Join(err, s.release(ctx, l, tr))
 		}
 		l = nested(inner, l)
 	}
-	res, err := s.readCheckWrite(ctx, l, s.fence(m, l, owner))
-	relErr := s.release(ctx, l)
+	res, err := s.readCheckWrite(ctx, l, s.fence(m, l, tr.Owner), tr)
+	relErr := s.release(ctx, l, tr)
 	if err != nil {
 		return Result{}, err
 	}
@@ -191,10 +226,13 @@ func (s *Service) acquire(ctx context.Context, m Method, owner string) (lease.Le
 
 // release runs even when the request is gone: a lock left behind blocks every
 // other sale until its lease ends (or forever, for v3).
-func (s *Service) release(ctx context.Context, l lease.Lease) error {
+func (s *Service) release(ctx context.Context, l lease.Lease, tr *Trace) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.releaseTimeout)
 	defer cancel()
-	return l.Release(rctx)
+	tr.Releasing = time.Now()
+	err := l.Release(rctx)
+	tr.Released, tr.NotHeld = time.Now(), errors.Is(err, lease.ErrNotHeld)
+	return err
 }
 
 // nested is the outer lease, releasing inner first, then outer, keeping both
@@ -226,11 +264,13 @@ func (s *Service) fence(m Method, l lease.Lease, owner string) *fencing {
 // l is the lease it runs under (nil: none). A lease known lost stops it
 // before the write. With fencing, the read and the write are both the fenced
 // script: refused once a newer holder has touched the stock.
-func (s *Service) readCheckWrite(ctx context.Context, l lease.Lease, f *fencing) (Result, error) {
+func (s *Service) readCheckWrite(ctx context.Context, l lease.Lease, f *fencing, tr *Trace) (Result, error) {
 	n, err := s.read(ctx, f)
+	tr.Refused = errors.Is(err, ErrFenced)
 	if err != nil {
 		return Result{}, err
 	}
+	tr.Read = Step{At: time.Now(), Value: n}
 	if n <= 0 {
 		return Result{}, ErrSoldOut
 	}
@@ -251,9 +291,12 @@ func (s *Service) readCheckWrite(ctx context.Context, l lease.Lease, f *fencing)
 		return Result{}, ErrLeaseLost
 	}
 	chaos.BeforeWrite(ctx) // after the last check: a pause here goes unnoticed
-	if err := s.write(ctx, n-1, f); err != nil {
+	err = s.write(ctx, n-1, f)
+	tr.Refused = errors.Is(err, ErrFenced)
+	if err != nil {
 		return Result{}, err
 	}
+	tr.Written = Step{At: time.Now(), Value: n - 1}
 	return Result{Remaining: n - 1}, nil
 }
 
@@ -303,8 +346,12 @@ var decrementSrc string
 
 var decrementScript = redis.NewScript(decrementSrc)
 
-func (s *Service) sellAtomic(ctx context.Context) (Result, error) {
+func (s *Service) sellAtomic(ctx context.Context, tr *Trace) (Result, error) {
 	n, err := decrementScript.Run(ctx, s.rdb, []string{s.key}).Int64()
+	if err == nil && n >= 0 { // read and written in one step
+		now := time.Now()
+		tr.Read, tr.Written = Step{At: now, Value: n + 1}, Step{At: now, Value: n}
+	}
 	switch {
 	case err != nil && isNotInteger(err):
 		return Result{}, fmt.Errorf("%w: %s: %w", ErrStockCorrupt, s.key, err)

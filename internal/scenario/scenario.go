@@ -8,7 +8,9 @@ package scenario
 
 import (
 	"context"
+	"crypto/rand"
 	_ "embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,11 +18,15 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/checker"
+	"github.com/locklab/locklab/internal/history"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -58,6 +64,9 @@ type Env struct {
 	Replicas             [2]Replica
 	StockNode, SpareNode string
 	Procs                Processes
+
+	cell string        // the running cell's id: its requests' ids start with it
+	seq  *atomic.Int64 // the cell's requests, numbered
 }
 
 // Replica is one replica: its process name and its own /sale endpoint.
@@ -99,10 +108,17 @@ type Cell struct {
 	Expected string `json:"expected"`
 	Observed string `json:"observed"`
 	Detail   string `json:"detail"`
+	// TwoHolders and LostUpdates are the checker's counts over the cell's
+	// sales, from the replicas' history; Evidence says how they contradict
+	// the observed outcome ("" when they agree).
+	TwoHolders  int    `json:"two_holders"`
+	LostUpdates int    `json:"lost_updates"`
+	Evidence    string `json:"evidence,omitempty"`
 }
 
-// OK reports whether the observation matched the expectation.
-func (c Cell) OK() bool { return c.Expected == c.Observed }
+// OK reports whether the observation matched the expectation, and the
+// history agrees with it.
+func (c Cell) OK() bool { return c.Expected == c.Observed && c.Evidence == "" }
 
 // All lists the scenarios: what each injects and what each version is
 // expected to do, read from scenarios.json (prose, kept as data), each bound
@@ -158,8 +174,76 @@ func (s Scenario) Run(ctx context.Context, e Env, lock string) (Cell, error) {
 	if err != nil {
 		return c, err
 	}
-	c.Observed, c.Detail, err = s.run(ctx, e, lock, before)
-	return c, err
+	start := time.Now()
+	e.cell, e.seq = cellID(), new(atomic.Int64)
+	if c.Observed, c.Detail, err = s.run(ctx, e, lock, before); err != nil {
+		return c, err
+	}
+	v, err := e.evidence(ctx, start)
+	if err != nil {
+		return c, err
+	}
+	c.TwoHolders, c.LostUpdates = v.TwoHolders, v.LostUpdates
+	c.Detail += fmt.Sprintf("; history: %d two holders, %d lost updates", c.TwoHolders, c.LostUpdates)
+	c.Evidence = agrees(c.Observed, v)
+	return c, nil
+}
+
+// agrees says how the checker's verdict on a cell's sales contradicts its
+// observed outcome, or "" when it does not. Who overlapped whom is the lesson
+// itself: an oversell shows two holders at once and a lost update; a version
+// that kept its sales apart shows neither; fencing shows the two holders and
+// no lost update.
+func agrees(observed string, v checker.Verdict) string {
+	switch {
+	case observed == Oversell || observed == ForeignDelete || observed == NoForeignDelete:
+		if v.TwoHolders == 0 || v.LostUpdates == 0 {
+			return "an oversell, but the history shows no two holders or no lost update"
+		}
+	case observed == NoOversell && (v.TwoHolders != 0 || v.LostUpdates != 0):
+		return "no oversell, but the history shows two holders or a lost update"
+	case observed == StaleRefused && (v.TwoHolders == 0 || v.LostUpdates != 0):
+		return "a refused stale write, but the history does not show two holders without a lost update"
+	case observed == StopsBeforeWrite && v.LostUpdates != 0:
+		return "stopped before its write, but the history shows a lost update"
+	}
+	return ""
+}
+
+// cellID names one cell's run.
+func cellID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return "cell-" + hex.EncodeToString(b)
+}
+
+// evidence reads both replicas' record of the cell's sales and checks it.
+func (e Env) evidence(ctx context.Context, since time.Time) (checker.Verdict, error) {
+	sales := []history.Sale{}
+	for _, r := range e.Replicas {
+		u := strings.TrimSuffix(r.URL, "/sale") + "/history?since=" + url.QueryEscape(since.Format(time.RFC3339Nano))
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return checker.Verdict{}, err
+		}
+		req.Header.Set("Authorization", "Bearer "+e.AdminToken)
+		res, err := e.Client.Do(req)
+		if err != nil {
+			return checker.Verdict{}, fmt.Errorf("scenario: the replicas' history: %w", err)
+		}
+		var reply history.Reply
+		err = json.NewDecoder(res.Body).Decode(&reply)
+		res.Body.Close()
+		if err != nil || res.StatusCode != http.StatusOK {
+			return checker.Verdict{}, fmt.Errorf("scenario: GET %s: %s %v (the replicas need -history > 0)", u, res.Status, err)
+		}
+		for _, s := range reply.Sales {
+			if strings.HasPrefix(s.ID, e.cell+"-") {
+				sales = append(sales, s)
+			}
+		}
+	}
+	return checker.Check(checker.Run{Sales: sales}), nil
 }
 
 // slowHolder: S sells with hold 1.5 x TTL. Once S holds the lock, B comes in
@@ -483,6 +567,9 @@ func (e Env) sellAt(ctx context.Context, saleURL, lock, hooks string) <-chan rep
 			return
 		}
 		req.Header.Set("Authorization", "Bearer "+e.AdminToken)
+		if e.seq != nil {
+			req.Header.Set("X-Request-Id", e.cell+"-"+strconv.FormatInt(e.seq.Add(1), 10))
+		}
 		start := time.Now()
 		res, err := e.Client.Do(req)
 		if err != nil {

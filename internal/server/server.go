@@ -22,6 +22,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/chaos"
+	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/locklab/locklab/internal/versions"
@@ -60,6 +61,8 @@ type Config struct {
 	// serves GET /metrics.
 	Recorder Recorder
 	Metrics  http.Handler
+	// History, when set, records every sale, served by GET /history (admin).
+	History *history.Ring
 }
 
 // Recorder counts sales by outcome: "sold", or the reply's error code.
@@ -78,6 +81,7 @@ func New(cfg Config) http.Handler {
 	r.Post("/sale", h.sale)
 	r.Get("/stock", h.stock)
 	r.With(h.admin).Put("/stock", h.setStock)
+	r.With(h.admin).Get("/history", h.history)
 	r.Get("/healthz", h.healthz)
 	r.Get("/readyz", h.readyz)
 	if cfg.Metrics != nil {
@@ -99,7 +103,9 @@ func (h *handlers) sale(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	reply := api.Sale{Lock: m.Name, Replica: h.Replica}
+	start := time.Now()
 	res, err := h.Seller.Sell(ctx, m)
+	defer func() { h.remember(r, m, start, res.Trace, reply.Code) }()
 	if err != nil {
 		code := codeOf(err)
 		h.record(m, code)
@@ -171,6 +177,38 @@ func (h *handlers) choose(r *http.Request) (context.Context, sale.Method, *reque
 	}
 	m.Nested = m.Nested || nested
 	return chaos.With(r.Context(), f), m, nil
+}
+
+// remember records the sale in the history, if kept.
+func (h *handlers) remember(r *http.Request, m sale.Method, start time.Time, tr sale.Trace, code string) {
+	if h.History == nil {
+		return
+	}
+	status := http.StatusOK
+	if code != "" {
+		status = api.Status(code)
+	}
+	h.History.Add(history.Sale{ID: middleware.GetReqID(r.Context()), Replica: h.Replica, Lock: m.Name, Wait: m.Wait,
+		Start: start, End: time.Now(), Status: status, Code: code, Trace: tr})
+}
+
+// history serves the sales recorded since ?since= (RFC 3339, nanoseconds
+// allowed; default: all kept).
+func (h *handlers) history(w http.ResponseWriter, r *http.Request) {
+	if h.History == nil {
+		writeError(w, api.CodeNotFound, "no history is kept: start the service with -history N (N > 0)")
+		return
+	}
+	var since time.Time
+	if v := r.URL.Query().Get("since"); v != "" {
+		var err error
+		if since, err = time.Parse(time.RFC3339Nano, v); err != nil {
+			writeError(w, api.CodeBadRequest, fmt.Sprintf("since=%q: want an RFC 3339 time", v))
+			return
+		}
+	}
+	sales, truncated := h.History.Since(since)
+	writeJSON(w, http.StatusOK, history.Reply{Replica: h.Replica, Truncated: truncated, Sales: sales})
 }
 
 func (h *handlers) record(m sale.Method, outcome string) {

@@ -35,6 +35,9 @@ type Version struct {
 	// Safe says whether it is expected never to oversell under the default
 	// load test (a crash, a pause or a slow holder aside).
 	Safe bool `json:"safe"`
+	// OneReplica says that the tutorial runs it on one process: the load
+	// test sends its sales to one replica (v1; v2 is the same code on two).
+	OneReplica bool `json:"one_replica,omitempty"`
 }
 
 // All lists every version in the tutorial's order, read from versions.json:

@@ -1,0 +1,243 @@
+// Package checker judges one load test run from its evidence, not from one
+// number: the client's history of every request (invoke, return, outcome)
+// and the replicas' history of every sale (who held the lock when, what each
+// read and wrote). It finds two holders at once, lost updates, and whether
+// the stock behaved as one counter (linearizability, checked by porcupine),
+// and gives the oversell as a range when some outcomes are unknown. Every
+// violation names the sales involved.
+package checker
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/history"
+)
+
+// Op is one request as the client saw it.
+type Op struct {
+	ID      string    `json:"id"`
+	Invoke  time.Time `json:"invoke"`
+	Return  time.Time `json:"return"`
+	Outcome string    `json:"outcome"` // api.Sold, api.SoldOut, api.Fenced, api.Failed, api.Unknown
+	// Remaining is the stock a sold reply reported.
+	Remaining int64  `json:"remaining,omitempty"`
+	Replica   string `json:"replica,omitempty"`
+}
+
+// Run is one version's evidence.
+type Run struct {
+	StockBefore, StockAfter int64
+	Ops                     []Op
+	// Sales are the replicas' records; nil when their history could not be
+	// read (then only the client-side checks run).
+	Sales []history.Sale
+}
+
+// Verdict is what the checker found.
+type Verdict struct {
+	// TwoHolders counts pairs of sales of different owners whose holds of
+	// the lock overlapped; Overlaps names the first few.
+	TwoHolders int       `json:"two_holders"`
+	Overlaps   []Overlap `json:"overlaps,omitempty"`
+	// LostUpdates counts sold sales that read a value another sold sale had
+	// read; Lost names the first few.
+	LostUpdates int    `json:"lost_updates"`
+	Lost        []Pair `json:"lost,omitempty"`
+	// Linearizable: porcupine found an order of the requests, within their
+	// real times, in which a counter gives every reply seen. Linearizability
+	// says "ok", "violated", or "unknown" when the check ran out of time.
+	Linearizable    bool   `json:"linearizable"`
+	Linearizability string `json:"linearizability"`
+	Unknown         int    `json:"unknown"`
+	// OversoldMin and OversoldMax bound sold - taken: each unknown outcome
+	// may or may not have taken a unit.
+	OversoldMin int64 `json:"oversold_min"`
+	OversoldMax int64 `json:"oversold_max"`
+	// HistoryChecked says the replicas' records were read (two holders and
+	// lost updates come from them).
+	HistoryChecked bool `json:"history_checked"`
+}
+
+// Overlap is two sales that held the lock at once.
+type Overlap struct {
+	A    Ref       `json:"a"`
+	B    Ref       `json:"b"`
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+}
+
+// Pair is two sold sales that read the same stock value.
+type Pair struct {
+	A    Ref   `json:"a"`
+	B    Ref   `json:"b"`
+	Read int64 `json:"read"`
+}
+
+// Ref names a sale.
+type Ref struct {
+	ID      string `json:"id"`
+	Replica string `json:"replica"`
+	Owner   string `json:"owner,omitempty"`
+}
+
+func ref(s history.Sale) Ref { return Ref{ID: s.ID, Replica: s.Replica, Owner: s.Owner} }
+
+// named is how many violations of each kind a verdict names.
+const named = 10
+
+// Timeout bounds the linearizability check of one run.
+var Timeout = 20 * time.Second
+
+// Check judges r.
+func Check(r Run) Verdict {
+	v := Verdict{HistoryChecked: r.Sales != nil}
+	sold := 0
+	for _, op := range r.Ops {
+		switch op.Outcome {
+		case api.Sold:
+			sold++
+		case api.Unknown:
+			v.Unknown++
+		}
+	}
+	taken := r.StockBefore - r.StockAfter
+	v.OversoldMin = max(0, int64(sold)-taken)
+	v.OversoldMax = min(int64(sold), int64(sold)-taken+min(int64(v.Unknown), max(taken, 0)))
+	v.TwoHolders, v.Overlaps = twoHolders(r.Sales)
+	v.LostUpdates, v.Lost = lostUpdates(r.Sales)
+	switch porcupine.CheckOperationsTimeout(counter(r.StockBefore), operations(r.Ops), Timeout) {
+	case porcupine.Ok:
+		v.Linearizable, v.Linearizability = true, "ok"
+	case porcupine.Illegal:
+		v.Linearizability = "violated"
+	default:
+		v.Linearizability = "unknown"
+	}
+	return v
+}
+
+// twoHolders finds the pairs of sales of different owners whose holds of the
+// lock overlapped.
+func twoHolders(sales []history.Sale) (int, []Overlap) {
+	type hold struct {
+		s        history.Sale
+		from, to time.Time
+	}
+	var holds []hold
+	for _, s := range sales {
+		if from, to, ok := s.Held(); ok {
+			holds = append(holds, hold{s, from, to})
+		}
+	}
+	slices.SortFunc(holds, func(a, b hold) int { return a.from.Compare(b.from) })
+	n, found := 0, []Overlap(nil)
+	for i, a := range holds {
+		for _, b := range holds[i+1:] {
+			if !b.from.Before(a.to) {
+				break // sorted by start: no later hold overlaps a
+			}
+			if a.s.Owner == b.s.Owner {
+				continue
+			}
+			n++
+			if len(found) < named {
+				found = append(found, Overlap{A: ref(a.s), B: ref(b.s), From: b.from, To: minTime(a.to, b.to)})
+			}
+		}
+	}
+	return n, found
+}
+
+// lostUpdates finds the sold sales that read a value another sold sale read.
+func lostUpdates(sales []history.Sale) (int, []Pair) {
+	byRead := map[int64][]history.Sale{}
+	for _, s := range sales {
+		if s.Code == "" && !s.Written.At.IsZero() {
+			byRead[s.Read.Value] = append(byRead[s.Read.Value], s)
+		}
+	}
+	n, found := 0, []Pair(nil)
+	for _, read := range slices.Sorted(maps.Keys(byRead)) {
+		group := byRead[read]
+		for _, s := range group[1:] {
+			n++
+			if len(found) < named {
+				found = append(found, Pair{A: ref(group[0]), B: ref(s), Read: read})
+			}
+		}
+	}
+	return n, found
+}
+
+// output is what one request saw.
+type output struct {
+	outcome   string
+	remaining int64
+}
+
+// counter is the model: the stock, starting at before. A sale is one
+// decrement that must leave what the reply said; sold out needs 0; an
+// unknown outcome may have decremented or not.
+func counter(before int64) porcupine.Model {
+	m := porcupine.NondeterministicModel{
+		Init: func() []any { return []any{before} },
+		Step: func(state, _, out any) []any {
+			s, o := state.(int64), out.(output)
+			switch o.outcome {
+			case api.Sold:
+				if s > 0 && o.remaining == s-1 {
+					return []any{s - 1}
+				}
+			case api.SoldOut:
+				if s <= 0 {
+					return []any{s}
+				}
+			case api.Unknown:
+				if s > 0 {
+					return []any{s, s - 1}
+				}
+				return []any{s}
+			}
+			return nil
+		},
+		DescribeOperation: func(_, out any) string {
+			o := out.(output)
+			if o.outcome == api.Sold {
+				return "sold, " + strconv.FormatInt(o.remaining, 10) + " left"
+			}
+			return o.outcome
+		},
+	}
+	return m.ToModel()
+}
+
+// operations are the requests that may have changed the stock, in
+// porcupine's terms: a failed or fenced request changed nothing and is left
+// out; an unknown one may take effect at any time after its invoke.
+func operations(ops []Op) []porcupine.Operation {
+	var out []porcupine.Operation
+	for i, op := range ops {
+		if op.Outcome == api.Failed || op.Outcome == api.Fenced {
+			continue
+		}
+		ret := op.Return.UnixNano()
+		if op.Outcome == api.Unknown {
+			ret = 1<<63 - 1
+		}
+		out = append(out, porcupine.Operation{ClientId: i, Call: op.Invoke.UnixNano(), Return: ret,
+			Output: output{outcome: op.Outcome, remaining: op.Remaining}})
+	}
+	return out
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

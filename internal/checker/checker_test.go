@@ -1,0 +1,123 @@
+package checker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/sale"
+)
+
+var t0 = time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
+
+func ms(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+
+// held is a sold sale by owner that held the lock from..to and read read.
+func held(id, owner string, from, to int, read int64) history.Sale {
+	return history.Sale{ID: id, Replica: "r-" + id, Start: ms(from), End: ms(to), Status: 200,
+		Trace: sale.Trace{Owner: owner, Obtained: ms(from), Releasing: ms(to), Released: ms(to + 1),
+			Read: sale.Step{At: ms(from), Value: read}, Written: sale.Step{At: ms(to), Value: read - 1}}}
+}
+
+func TestTwoHolders(t *testing.T) {
+	for name, tc := range map[string]struct {
+		sales []history.Sale
+		want  int
+	}{
+		"overlap":          {[]history.Sale{held("a", "A", 0, 10, 10), held("b", "B", 5, 15, 9)}, 1},
+		"one after other":  {[]history.Sale{held("a", "A", 0, 10, 10), held("b", "B", 10, 15, 9)}, 0},
+		"same owner":       {[]history.Sale{held("a", "A", 0, 10, 10), held("b", "A", 5, 15, 9)}, 0},
+		"three at once":    {[]history.Sale{held("a", "A", 0, 10, 10), held("b", "B", 1, 9, 9), held("c", "C", 2, 8, 8)}, 3},
+		"never obtained":   {[]history.Sale{held("a", "A", 0, 10, 10), {ID: "b", Start: ms(2), End: ms(4)}}, 0},
+		"no release known": {[]history.Sale{held("a", "A", 0, 10, 10), {ID: "b", Replica: "r-b", Start: ms(2), End: ms(12), Trace: sale.Trace{Owner: "B", Obtained: ms(9)}}}, 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			v := Check(Run{Sales: tc.sales})
+			if v.TwoHolders != tc.want {
+				t.Fatalf("two holders %d, want %d (%+v)", v.TwoHolders, tc.want, v.Overlaps)
+			}
+			if tc.want > 0 && (len(v.Overlaps) == 0 || v.Overlaps[0].A.ID == "" || v.Overlaps[0].B.Replica == "") {
+				t.Fatalf("the overlap is not named: %+v", v.Overlaps)
+			}
+		})
+	}
+}
+
+func TestLostUpdates(t *testing.T) {
+	refused := held("c", "C", 20, 30, 10)
+	refused.Code, refused.Written = api.CodeFenced, sale.Step{}
+	for name, tc := range map[string]struct {
+		sales []history.Sale
+		want  int
+	}{
+		"same read":        {[]history.Sale{held("a", "A", 0, 10, 10), held("b", "B", 20, 30, 10)}, 1},
+		"in turn":          {[]history.Sale{held("a", "A", 0, 10, 10), held("b", "B", 20, 30, 9)}, 0},
+		"refused sale":     {[]history.Sale{held("a", "A", 0, 10, 10), refused}, 0},
+		"three, one value": {[]history.Sale{held("a", "A", 0, 10, 10), held("b", "B", 20, 30, 10), held("d", "D", 40, 50, 10)}, 2},
+	} {
+		t.Run(name, func(t *testing.T) {
+			v := Check(Run{Sales: tc.sales})
+			if v.LostUpdates != tc.want {
+				t.Fatalf("lost updates %d, want %d", v.LostUpdates, tc.want)
+			}
+			if tc.want > 0 && v.Lost[0].Read != 10 {
+				t.Fatalf("the lost update is not named with its value: %+v", v.Lost)
+			}
+		})
+	}
+}
+
+// op is a request invoked at from and returned at to (ms).
+func op(from, to int, outcome string, remaining int64) Op {
+	return Op{Invoke: ms(from), Return: ms(to), Outcome: outcome, Remaining: remaining}
+}
+
+func TestLinearizable(t *testing.T) {
+	for name, tc := range map[string]struct {
+		before int64
+		ops    []Op
+		want   string
+	}{
+		"in turn":                {10, []Op{op(0, 1, api.Sold, 9), op(2, 3, api.Sold, 8)}, "ok"},
+		"overlapping, any way":   {10, []Op{op(0, 5, api.Sold, 8), op(1, 6, api.Sold, 9)}, "ok"},
+		"one unit twice":         {10, []Op{op(0, 5, api.Sold, 9), op(1, 6, api.Sold, 9)}, "violated"},
+		"against real time":      {10, []Op{op(0, 1, api.Sold, 8), op(2, 3, api.Sold, 9)}, "violated"},
+		"sold out too soon":      {1, []Op{op(0, 1, api.SoldOut, 0), op(2, 3, api.Sold, 0)}, "violated"},
+		"failed changes nothing": {10, []Op{op(0, 1, api.Sold, 9), op(2, 3, api.Failed, 0), op(4, 5, api.Sold, 8)}, "ok"},
+		// An unknown outcome may have sold or not, at any time after its invoke.
+		"unknown did sell":         {10, []Op{op(0, 1, api.Unknown, 0), op(2, 3, api.Sold, 8)}, "ok"},
+		"unknown did not sell":     {10, []Op{op(0, 1, api.Unknown, 0), op(2, 3, api.Sold, 9)}, "ok"},
+		"unknown sold later":       {10, []Op{op(0, 1, api.Unknown, 0), op(2, 3, api.Sold, 9), op(4, 5, api.Sold, 7)}, "ok"},
+		"unknown is one sale only": {10, []Op{op(0, 1, api.Unknown, 0), op(2, 3, api.Sold, 7)}, "violated"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			v := Check(Run{StockBefore: tc.before, Ops: tc.ops})
+			if v.Linearizability != tc.want || v.Linearizable != (tc.want == "ok") {
+				t.Fatalf("linearizability %q (%v), want %q", v.Linearizability, v.Linearizable, tc.want)
+			}
+		})
+	}
+}
+
+// The oversell is a range when outcomes are unknown: each may have taken a
+// unit or not.
+func TestOversoldRange(t *testing.T) {
+	for name, tc := range map[string]struct {
+		before, after int64
+		ops           []Op
+		min, max      int64
+	}{
+		"exact":           {10, 8, []Op{op(0, 1, api.Sold, 9), op(2, 3, api.Sold, 8)}, 0, 0},
+		"one unit twice":  {10, 9, []Op{op(0, 5, api.Sold, 9), op(1, 6, api.Sold, 9)}, 1, 1},
+		"unknown":         {10, 8, []Op{op(0, 1, api.Sold, 9), op(0, 1, api.Sold, 8), op(0, 1, api.Sold, 8), op(2, 3, api.Unknown, 0)}, 1, 2},
+		"unknown took it": {10, 9, []Op{op(0, 1, api.Unknown, 0)}, 0, 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			v := Check(Run{StockBefore: tc.before, StockAfter: tc.after, Ops: tc.ops})
+			if v.OversoldMin != tc.min || v.OversoldMax != tc.max {
+				t.Fatalf("oversold [%d, %d], want [%d, %d]", v.OversoldMin, v.OversoldMax, tc.min, tc.max)
+			}
+		})
+	}
+}

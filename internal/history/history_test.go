@@ -1,0 +1,41 @@
+package history
+
+import (
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/internal/sale"
+)
+
+func TestRing(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)
+	at := func(i int) time.Time { return t0.Add(time.Duration(i) * time.Second) }
+	r := NewRing(3)
+	for i := range 2 {
+		r.Add(Sale{ID: string(rune('a' + i)), Start: at(i)})
+	}
+	if got, trunc := r.Since(at(0)); len(got) != 2 || got[0].ID != "a" || trunc {
+		t.Fatalf("not full: %v, truncated %v", got, trunc)
+	}
+	for i := 2; i < 5; i++ {
+		r.Add(Sale{ID: string(rune('a' + i)), Start: at(i)})
+	}
+	got, trunc := r.Since(at(0))
+	if len(got) != 3 || got[0].ID != "c" || got[2].ID != "e" || !trunc {
+		t.Fatalf("wrapped: %v, truncated %v; want c d e, truncated", got, trunc)
+	}
+	if got, trunc := r.Since(at(3)); len(got) != 2 || got[0].ID != "d" || trunc {
+		t.Fatalf("since d: %v, truncated %v; want d e, complete", got, trunc)
+	}
+}
+
+func TestHeld(t *testing.T) {
+	t0 := time.Now()
+	if _, _, ok := (Sale{Start: t0, End: t0}).Held(); ok {
+		t.Fatal("a sale that never obtained the lock held it")
+	}
+	from, to, ok := Sale{Trace: sale.Trace{Obtained: t0}, End: t0.Add(time.Second)}.Held()
+	if !ok || !from.Equal(t0) || !to.Equal(t0.Add(time.Second)) {
+		t.Fatalf("no release recorded: held %v-%v %v; want until the end", from, to, ok)
+	}
+}
