@@ -72,7 +72,7 @@ func runScenarios(ctx context.Context, o options, stdout, stderr io.Writer) int 
 			if !c.OK() {
 				mark = "DIFFERS"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.Scenario, c.Lock, c.Expected, c.Observed, mark, c.Detail)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s%s\n", c.Scenario, c.Lock, c.Expected, c.Observed, mark, c.Detail, evidence(c))
 		}
 		tw.Flush()
 	}
@@ -91,10 +91,18 @@ func runScenarios(ctx context.Context, o options, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "loadtest: matrix written to", o.readme)
 	}
 	if i := slices.IndexFunc(cells, func(c scenario.Cell) bool { return !c.OK() }); i >= 0 {
-		fmt.Fprintf(stderr, "loadtest: %s under %s: expected %q, observed %q\n", cells[i].Lock, cells[i].Scenario, cells[i].Expected, cells[i].Observed)
+		fmt.Fprintf(stderr, "loadtest: %s under %s: expected %q, observed %q%s\n", cells[i].Lock, cells[i].Scenario, cells[i].Expected, cells[i].Observed, evidence(cells[i]))
 		return 1
 	}
 	return 0
+}
+
+// evidence is what contradicts a cell's outcome in its history, if anything.
+func evidence(c scenario.Cell) string {
+	if c.Evidence == "" {
+		return ""
+	}
+	return "; EVIDENCE: " + c.Evidence
 }
 
 const (
@@ -145,7 +153,9 @@ func writeScenarioReport(o options, cells []scenario.Cell, settings map[string]s
 				mr.Cells = append(mr.Cells, loadtest.MatrixCell{})
 				continue
 			}
-			mr.Cells = append(mr.Cells, loadtest.MatrixCell{Applies: true, OK: c.OK(), Observed: c.Observed, Expected: c.Expected, Detail: c.Detail})
+			mr.Cells = append(mr.Cells, loadtest.MatrixCell{Applies: true, OK: c.OK(), Observed: c.Observed, Expected: c.Expected,
+				Detail: c.Detail + evidence(*c), Lock: c.Lock, Scenario: c.Scenario, Verdict: loadtest.Verdict(c.Verdict, ""),
+				Timeline: loadtest.Timeline(c.Sales, nil, c.Marks)})
 		}
 		rep.Matrix = append(rep.Matrix, mr)
 		v, _ := versions.Lookup(row.Lock)

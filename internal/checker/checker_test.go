@@ -75,24 +75,29 @@ func op(from, to int, outcome string, remaining int64) Op {
 
 func TestLinearizable(t *testing.T) {
 	for name, tc := range map[string]struct {
-		before int64
-		ops    []Op
-		want   string
+		before, after int64 // the stock before the requests, and read after them all
+		ops           []Op
+		want          string
 	}{
-		"in turn":                {10, []Op{op(0, 1, api.Sold, 9), op(2, 3, api.Sold, 8)}, "ok"},
-		"overlapping, any way":   {10, []Op{op(0, 5, api.Sold, 8), op(1, 6, api.Sold, 9)}, "ok"},
-		"one unit twice":         {10, []Op{op(0, 5, api.Sold, 9), op(1, 6, api.Sold, 9)}, "violated"},
-		"against real time":      {10, []Op{op(0, 1, api.Sold, 8), op(2, 3, api.Sold, 9)}, "violated"},
-		"sold out too soon":      {1, []Op{op(0, 1, api.SoldOut, 0), op(2, 3, api.Sold, 0)}, "violated"},
-		"failed changes nothing": {10, []Op{op(0, 1, api.Sold, 9), op(2, 3, api.Failed, 0), op(4, 5, api.Sold, 8)}, "ok"},
+		"in turn":                {10, 8, []Op{op(0, 1, api.Sold, 9), op(2, 3, api.Sold, 8)}, "ok"},
+		"overlapping, any way":   {10, 8, []Op{op(0, 5, api.Sold, 8), op(1, 6, api.Sold, 9)}, "ok"},
+		"one unit twice":         {10, 8, []Op{op(0, 5, api.Sold, 9), op(1, 6, api.Sold, 9)}, "violated"},
+		"against real time":      {10, 8, []Op{op(0, 1, api.Sold, 8), op(2, 3, api.Sold, 9)}, "violated"},
+		"sold out too soon":      {1, 0, []Op{op(0, 1, api.SoldOut, 0), op(2, 3, api.Sold, 0)}, "violated"},
+		"failed changes nothing": {10, 8, []Op{op(0, 1, api.Sold, 9), op(2, 3, api.Failed, 0), op(4, 5, api.Sold, 8)}, "ok"},
 		// An unknown outcome may have sold or not, at any time after its invoke.
-		"unknown did sell":         {10, []Op{op(0, 1, api.Unknown, 0), op(2, 3, api.Sold, 8)}, "ok"},
-		"unknown did not sell":     {10, []Op{op(0, 1, api.Unknown, 0), op(2, 3, api.Sold, 9)}, "ok"},
-		"unknown sold later":       {10, []Op{op(0, 1, api.Unknown, 0), op(2, 3, api.Sold, 9), op(4, 5, api.Sold, 7)}, "ok"},
-		"unknown is one sale only": {10, []Op{op(0, 1, api.Unknown, 0), op(2, 3, api.Sold, 7)}, "violated"},
+		"unknown did sell":         {10, 8, []Op{op(0, 1, api.Unknown, 0), op(2, 3, api.Sold, 8)}, "ok"},
+		"unknown did not sell":     {10, 9, []Op{op(0, 1, api.Unknown, 0), op(2, 3, api.Sold, 9)}, "ok"},
+		"unknown sold later":       {10, 7, []Op{op(0, 1, api.Unknown, 0), op(2, 3, api.Sold, 9), op(4, 5, api.Sold, 7)}, "ok"},
+		"unknown is one sale only": {10, 7, []Op{op(0, 1, api.Unknown, 0), op(2, 3, api.Sold, 7)}, "violated"},
+		// The stock read after the run is an observation too.
+		"a unit gone unsold":    {10, 7, []Op{op(0, 1, api.Sold, 9), op(2, 3, api.Sold, 8)}, "violated"},
+		"unknown took the unit": {10, 7, []Op{op(0, 1, api.Sold, 9), op(2, 3, api.Sold, 8), op(4, 5, api.Unknown, 0)}, "ok"},
+		// More sold than the stock lost: decided by the count, no search.
+		"more sold than taken": {10, 9, []Op{op(0, 5, api.Sold, 9), op(1, 6, api.Sold, 9)}, "violated"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			v := Check(Run{StockBefore: tc.before, Ops: tc.ops})
+			v := Check(Run{StockBefore: tc.before, StockAfter: tc.after, Ops: tc.ops})
 			if v.Linearizability != tc.want || v.Linearizable != (tc.want == "ok") {
 				t.Fatalf("linearizability %q (%v), want %q", v.Linearizability, v.Linearizable, tc.want)
 			}

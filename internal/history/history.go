@@ -45,6 +45,13 @@ func (s Sale) Held() (from, to time.Time, ok bool) {
 	return s.Obtained, to, true
 }
 
+// Mark is an injected fault, as a scenario records it for the timeline:
+// when, and what.
+type Mark struct {
+	At    time.Time `json:"at"`
+	Label string    `json:"label"`
+}
+
 // Reply is the reply to GET /history: one replica's sales since a time.
 type Reply struct {
 	Replica string `json:"replica"`

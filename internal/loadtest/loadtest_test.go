@@ -3,12 +3,15 @@ package loadtest_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/loadtest"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/locklab/locklab/internal/sale"
@@ -17,7 +20,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// service runs one replica of the real service over a real Redis.
+// service runs one replica of the real service over a real Redis, keeping
+// its history, behind a mux that routes /replica/r1/ to it as nginx does.
 func service(t *testing.T) string {
 	t.Helper()
 	srv := redistest.Start(t)
@@ -26,8 +30,13 @@ func service(t *testing.T) string {
 	all := versions.BuildAll(versions.Deps{Redis: srv.Client(), Redlock: []redis.UniversalClient{srv.Client()},
 		LockKey: "lock", Retry: time.Millisecond, RedlockRetry: time.Millisecond}, []versions.Variant{poll})
 	svc := sale.New(srv.Client(), sale.Options{})
-	ts := httptest.NewServer(server.New(server.Config{Seller: svc, Versions: all, Default: poll, Names: versions.Names(),
-		Lock: "v1", Override: true, Replica: "r1", Log: log, Ready: func(context.Context) error { return nil }}))
+	h := server.New(server.Config{Seller: svc, Versions: all, Default: poll, Names: versions.Names(),
+		Lock: "v1", Override: true, Replica: "r1", Log: log, Ready: func(context.Context) error { return nil },
+		History: history.NewRing(10000)})
+	mux := http.NewServeMux()
+	mux.Handle("/replica/r1/", http.StripPrefix("/replica/r1", h))
+	mux.Handle("/", h)
+	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	return ts.URL
 }
@@ -46,6 +55,37 @@ func TestRunCountsEveryReply(t *testing.T) {
 		}
 		if r.Latency.P50 <= 0 || r.Latency.Max < r.Latency.P99 || r.SalesPerSec <= 0 {
 			t.Fatalf("%s: implausible figures %+v", lock, r)
+		}
+	}
+}
+
+// Every run carries the checker's verdict on its evidence: the client's
+// requests and the replica's history, read through the replica's own route;
+// v1 runs on one replica. Into JSON as the issue names the fields.
+func TestRunChecksTheEvidence(t *testing.T) {
+	url := service(t)
+	cfg := loadtest.Config{URL: url + "/sale", Requests: 100, Concurrency: 10, Stock: 30, Client: loadtest.NewClient(10)}
+	for _, lock := range []string{"v1", "v6", "atomic"} {
+		r, err := loadtest.Run(context.Background(), cfg, lock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.HistoryChecked || len(r.Sales) != 100 || len(r.Ops) != 100 || r.TwoHolders != 0 || r.LostUpdates != 0 ||
+			!r.Linearizable || r.Unknown != 0 || r.OversoldMin != 0 || r.OversoldMax != 0 {
+			t.Fatalf("%s: verdict %+v (note %q, %d sales, %d ops); want the evidence checked and clean", lock, r.Verdict, r.HistoryNote, len(r.Sales), len(r.Ops))
+		}
+		// Every sale takes the lock (the sold-out check is under it); atomic has none.
+		if want := map[bool]int{true: 0, false: 100}[lock == "atomic"]; r.Holds != want {
+			t.Fatalf("%s: %d sales held the lock, want %d", lock, r.Holds, want)
+		}
+		raw, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, field := range []string{`"two_holders":0`, `"lost_updates":0`, `"linearizable":true`, `"unknown":0`, `"oversold_min":0`, `"oversold_max":0`} {
+			if !strings.Contains(string(raw), field) {
+				t.Fatalf("%s: JSON lacks %s: %s", lock, field, raw)
+			}
 		}
 	}
 }

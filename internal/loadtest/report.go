@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/locklab/locklab/internal/checker"
 	"github.com/locklab/locklab/internal/versions"
 )
 
@@ -23,7 +24,7 @@ func WriteTable(w io.Writer, results []Result) error {
 	for _, r := range results {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%s\t\n",
 			r.Lock, r.Requests, r.Sold, r.SoldOut, r.Fenced, failures(r), r.Unknown, r.StockBefore, r.StockAfter, oversold(r),
-			evidence(r, r.TwoHolders), evidence(r, r.LostUpdates), r.Linearizability, r.SalesPerSec, r.Latency.P50, r.Latency.P99, r.Latency.Max, replicas(r))
+			holders(r), evidence(r, r.LostUpdates), r.Linearizability, r.SalesPerSec, r.Latency.P50, r.Latency.P99, r.Latency.Max, replicas(r))
 	}
 	return tw.Flush()
 }
@@ -42,6 +43,15 @@ func evidence(r Result, n int) string {
 		return "-"
 	}
 	return strconv.Itoa(n)
+}
+
+// holders is the two-holders count, or "-" when no sale held a lock (the
+// version has none) or the history was not read.
+func holders(r Result) string {
+	if r.Holds == 0 {
+		return "-"
+	}
+	return evidence(r, r.TwoHolders)
 }
 
 // failures is "0", or the count with its breakdown: "12 (503:10 transport:2)".
@@ -74,6 +84,9 @@ var reportFS embed.FS
 var reportTmpl = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
 	"failures": failures,
 	"replicas": replicas,
+	"oversold": oversold,
+	"evidence": evidence,
+	"holders":  holders,
 	"f0":       func(v float64) string { return fmt.Sprintf("%.0f", v) },
 	"f1":       func(v float64) string { return fmt.Sprintf("%.1f", v) },
 }).ParseFS(reportFS, "report.html.tmpl"))
@@ -108,6 +121,11 @@ type MatrixRow struct {
 type MatrixCell struct {
 	Applies, OK                bool
 	Observed, Expected, Detail string
+	// Lock and Scenario name the cell; Verdict and Timeline show its
+	// history.
+	Lock, Scenario string
+	Verdict        string
+	Timeline       template.HTML
 }
 
 // ReportRow is one version: its result and what the catalogue says of it.
@@ -116,6 +134,32 @@ type ReportRow struct {
 	Version     versions.Version
 	MaxOversold float64
 	MaxSales    float64
+}
+
+// Timeline draws the row's sales (see Timeline).
+func (r ReportRow) Timeline() template.HTML { return Timeline(r.Sales, r.Ops, nil) }
+
+// Verdict says in one line what the checker found.
+func (r ReportRow) Verdict() string { return Verdict(r.Result.Verdict, r.HistoryNote) }
+
+// Verdict says in one line what the checker found in v (note: why the
+// history was not read, if it was not).
+func Verdict(v checker.Verdict, note string) string {
+	var parts []string
+	if v.HistoryChecked {
+		parts = append(parts, fmt.Sprintf("two holders: %d", v.TwoHolders), fmt.Sprintf("lost updates: %d", v.LostUpdates))
+	}
+	if v.Linearizability != "" {
+		parts = append(parts, "linearizable: "+v.Linearizability)
+	}
+	if note != "" {
+		parts = append(parts, note)
+	}
+	s := strings.Join(parts, " · ")
+	if v.Unknown > 0 {
+		s += fmt.Sprintf(" · unknown outcomes: %d, oversold between %d and %d", v.Unknown, v.OversoldMin, v.OversoldMax)
+	}
+	return s
 }
 
 // OversoldPct is the oversold bar's length, in percent of the largest.

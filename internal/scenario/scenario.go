@@ -65,8 +65,25 @@ type Env struct {
 	StockNode, SpareNode string
 	Procs                Processes
 
-	cell string        // the running cell's id: its requests' ids start with it
-	seq  *atomic.Int64 // the cell's requests, numbered
+	cell  string        // the running cell's id: its requests' ids start with it
+	seq   *atomic.Int64 // the cell's requests, numbered
+	marks *marks        // the faults the cell injected, for its timeline
+}
+
+// marks collects a cell's injected faults.
+type marks struct {
+	mu   sync.Mutex
+	list []history.Mark
+}
+
+// mark records an injected fault, now.
+func (e Env) mark(label string) {
+	if e.marks == nil {
+		return
+	}
+	e.marks.mu.Lock()
+	defer e.marks.mu.Unlock()
+	e.marks.list = append(e.marks.list, history.Mark{At: time.Now(), Label: label})
 }
 
 // Replica is one replica: its process name and its own /sale endpoint.
@@ -114,6 +131,11 @@ type Cell struct {
 	TwoHolders  int    `json:"two_holders"`
 	LostUpdates int    `json:"lost_updates"`
 	Evidence    string `json:"evidence,omitempty"`
+	// Sales and Marks are the cell's evidence for its timeline: its sales
+	// as the replicas recorded them, and the faults it injected.
+	Sales   []history.Sale  `json:"-"`
+	Marks   []history.Mark  `json:"marks,omitempty"`
+	Verdict checker.Verdict `json:"-"`
 }
 
 // OK reports whether the observation matched the expectation, and the
@@ -175,15 +197,16 @@ func (s Scenario) Run(ctx context.Context, e Env, lock string) (Cell, error) {
 		return c, err
 	}
 	start := time.Now()
-	e.cell, e.seq = cellID(), new(atomic.Int64)
+	e.cell, e.seq, e.marks = cellID(), new(atomic.Int64), &marks{}
 	if c.Observed, c.Detail, err = s.run(ctx, e, lock, before); err != nil {
 		return c, err
 	}
-	v, err := e.evidence(ctx, start)
+	c.Marks = e.marks.list
+	v, sales, err := e.evidence(ctx, start)
 	if err != nil {
 		return c, err
 	}
-	c.TwoHolders, c.LostUpdates = v.TwoHolders, v.LostUpdates
+	c.Sales, c.Verdict, c.TwoHolders, c.LostUpdates = sales, v, v.TwoHolders, v.LostUpdates
 	c.Detail += fmt.Sprintf("; history: %d two holders, %d lost updates", c.TwoHolders, c.LostUpdates)
 	c.Evidence = agrees(c.Observed, v)
 	return c, nil
@@ -218,24 +241,24 @@ func cellID() string {
 }
 
 // evidence reads both replicas' record of the cell's sales and checks it.
-func (e Env) evidence(ctx context.Context, since time.Time) (checker.Verdict, error) {
+func (e Env) evidence(ctx context.Context, since time.Time) (checker.Verdict, []history.Sale, error) {
 	sales := []history.Sale{}
 	for _, r := range e.Replicas {
 		u := strings.TrimSuffix(r.URL, "/sale") + "/history?since=" + url.QueryEscape(since.Format(time.RFC3339Nano))
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
-			return checker.Verdict{}, err
+			return checker.Verdict{}, nil, err
 		}
 		req.Header.Set("Authorization", "Bearer "+e.AdminToken)
 		res, err := e.Client.Do(req)
 		if err != nil {
-			return checker.Verdict{}, fmt.Errorf("scenario: the replicas' history: %w", err)
+			return checker.Verdict{}, nil, fmt.Errorf("scenario: the replicas' history: %w", err)
 		}
 		var reply history.Reply
 		err = json.NewDecoder(res.Body).Decode(&reply)
 		res.Body.Close()
 		if err != nil || res.StatusCode != http.StatusOK {
-			return checker.Verdict{}, fmt.Errorf("scenario: GET %s: %s %v (the replicas need -history > 0)", u, res.Status, err)
+			return checker.Verdict{}, nil, fmt.Errorf("scenario: GET %s: %s %v (the replicas need -history > 0)", u, res.Status, err)
 		}
 		for _, s := range reply.Sales {
 			if strings.HasPrefix(s.ID, e.cell+"-") {
@@ -243,7 +266,7 @@ func (e Env) evidence(ctx context.Context, since time.Time) (checker.Verdict, er
 			}
 		}
 	}
-	return checker.Check(checker.Run{Sales: sales}), nil
+	return checker.Check(checker.Run{Sales: sales}), sales, nil
 }
 
 // slowHolder: S sells with hold 1.5 x TTL. Once S holds the lock, B comes in
@@ -326,6 +349,7 @@ func crashHolder(ctx context.Context, e Env, lock string, before int64) (observe
 	if err != nil {
 		return "", "", err
 	}
+	e.mark(e.Replicas[0].Name + " killed")
 	defer func() { err = errors.Join(err, restart(ctx)) }() // whatever happens, the replica comes back
 	<-s                                                     // its connection died with the replica
 	rb := <-e.sellAt(ctx, e.Replicas[1].URL, lock, "")
@@ -366,6 +390,7 @@ func nodeDown(ctx context.Context, e Env, lock string, before int64) (observed, 
 		if err != nil {
 			return "", "", err
 		}
+		e.mark(e.SpareNode + " killed")
 		defer func() { err = errors.Join(err, restart(ctx)) }()
 		replies := fire(10)
 		oversold, detail, err := e.oversold(ctx, before, replies...)
@@ -381,6 +406,7 @@ func nodeDown(ctx context.Context, e Env, lock string, before int64) (observed, 
 	if err != nil {
 		return "", "", err
 	}
+	e.mark(e.StockNode + " frozen")
 	defer func() { err = errors.Join(err, thaw()) }()
 	replies := fire(5)
 	if err := thaw(); err != nil {
@@ -429,6 +455,7 @@ func pausedHolder(ctx context.Context, e Env, lock string, before int64, fenced 
 	if err := e.waitUntil(ctx, 5*time.Second, stopped); err != nil {
 		return "", "", fmt.Errorf("the first sale's replica never stopped before its write: %w", err)
 	}
+	e.mark(e.Replicas[0].Name + " stopped before its write")
 	thaw := sync.OnceValue(func() error { return e.Procs.Freeze(e.Replicas[0].Name, false) })
 	defer thaw() // whatever happens, the replica runs again
 	if err := e.waitLock(ctx, false, 3*e.TTL); err != nil {
@@ -438,6 +465,7 @@ func pausedHolder(ctx context.Context, e Env, lock string, before int64, fenced 
 	if rb.err != nil {
 		return "", "", rb.err
 	}
+	e.mark(e.Replicas[0].Name + " resumed")
 	if err := thaw(); err != nil {
 		return "", "", err
 	}
@@ -469,6 +497,7 @@ func lostLease(ctx context.Context, e Env, lock string, before int64) (string, s
 	if err := e.Redis.Del(ctx, e.LockKey).Err(); err != nil {
 		return "", "", err
 	}
+	e.mark("the lock's key vanishes")
 	rb := <-e.sell(ctx, lock, "")
 	rs := <-s
 	observed, detail, err := e.verdict(ctx, before, rs, rb)
