@@ -147,3 +147,17 @@ func TestReportShowsTheScenarioMatrix(t *testing.T) {
 		t.Error("a scenario report shows load-test results or loads something external")
 	}
 }
+
+// A plain run (the nginx ceiling, make bench-loadtest) counts every 200 as a
+// request served, whatever its body: it is not a sale.
+func TestPlainRunCountsEvery200(t *testing.T) {
+	url := service(t)
+	r, err := loadtest.Run(context.Background(), loadtest.Config{URL: url + "/healthz", Plain: true, Requests: 50, Concurrency: 5,
+		Client: loadtest.NewClient(5)}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Sold != 50 || r.NotServed() != 0 || r.Requests != 50 {
+		t.Fatalf("served %d, not served %d of %d; want all 50 served", r.Sold, r.NotServed(), r.Requests)
+	}
+}

@@ -1,0 +1,234 @@
+package scenario
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/history"
+	"github.com/redis/go-redis/v9"
+)
+
+// Env is the cluster a scenario runs against.
+type Env struct {
+	URL        string        // the sale endpoint through nginx, http://localhost/sale
+	AdminToken string        // the fault hooks answer only to it
+	Redis      *redis.Client // the stock's and single-node locks' node: watched, and written only to inject a fault
+	LockKey    string        // as the replicas report it on /healthz
+	StockKey   string
+	TTL        time.Duration // the replicas' -ttl (from /healthz)
+	Client     *http.Client
+	// Replicas are two replicas, each reached directly; StockNode is the
+	// process of the stock's (and single-node locks') Redis node, SpareNode
+	// one only redlock uses. Procs freezes and kills them: the scenarios
+	// that pause, crash or take down a process need it.
+	Replicas             [2]Replica
+	StockNode, SpareNode string
+	Procs                Processes
+
+	cell  string        // the running cell's id: its requests' ids start with it
+	seq   *atomic.Int64 // the cell's requests, numbered
+	marks *marks        // the faults the cell injected, for its timeline
+}
+
+// marks collects a cell's injected faults.
+type marks struct {
+	mu   sync.Mutex
+	list []history.Mark
+}
+
+// mark records an injected fault, now.
+func (e Env) mark(label string) {
+	if e.marks == nil {
+		return
+	}
+	e.marks.mu.Lock()
+	defer e.marks.mu.Unlock()
+	e.marks.list = append(e.marks.list, history.Mark{At: time.Now(), Label: label})
+}
+
+// Replica is one replica: its process name and its own /sale endpoint.
+type Replica struct {
+	Name, URL string
+}
+
+// Processes controls the cluster's processes by name (the local cluster's
+// package cluster does it with signals).
+type Processes interface {
+	// Freeze stops the process (SIGSTOP: it answers nothing, keeps its
+	// state) or, with frozen false, resumes it.
+	Freeze(name string, frozen bool) error
+	// Kill kills the process, as a crash would, and returns what starts it
+	// again and waits until it answers.
+	Kill(name string) (restart func(context.Context) error, err error)
+	// Stopped reports whether the process is stopped (SIGSTOP).
+	Stopped(name string) (bool, error)
+}
+
+// reply is one sale's answer.
+type reply struct {
+	status                 int
+	code, warning, outcome string
+	elapsed                time.Duration
+	err                    error
+}
+
+// sell sends POST /sale?lock=LOCK&HOOKS through nginx with the admin token,
+// in the background.
+func (e Env) sell(ctx context.Context, lock, hooks string) <-chan reply {
+	return e.sellAt(ctx, e.URL, lock, hooks)
+}
+
+// sellAt is sell to the given /sale endpoint.
+func (e Env) sellAt(ctx context.Context, saleURL, lock, hooks string) <-chan reply {
+	ch := make(chan reply, 1)
+	go func() {
+		var r reply
+		defer func() { ch <- r }()
+		u := saleURL + "?lock=" + url.QueryEscape(lock) + "&" + hooks
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+		if err != nil {
+			r.err = err
+			return
+		}
+		req.Header.Set("Authorization", "Bearer "+e.AdminToken)
+		if e.seq != nil {
+			req.Header.Set("X-Request-Id", e.cell+"-"+strconv.FormatInt(e.seq.Add(1), 10))
+		}
+		start := time.Now()
+		res, err := e.Client.Do(req)
+		if err != nil {
+			r.err = fmt.Errorf("scenario: POST %s: %w", u, err)
+			return
+		}
+		r.elapsed = time.Since(start)
+		defer res.Body.Close()
+		var body api.Sale
+		raw, _ := io.ReadAll(res.Body)
+		_ = json.Unmarshal(raw, &body)
+		r.status, r.code, r.warning, r.outcome = res.StatusCode, body.Code, body.Warning, api.Outcome(res.StatusCode, body)
+		if res.StatusCode == http.StatusBadRequest || res.StatusCode == http.StatusUnauthorized {
+			r.err = fmt.Errorf("scenario: the service refused the fault hook (%d %s): start it with -chaos and the same -admin-token", res.StatusCode, body.Error)
+		}
+	}()
+	return ch
+}
+
+// lockAfterFirst waits for the first sale's reply, then looks at once whether
+// the lock (the second sale's, by then) still exists: a release that deleted
+// its successor's lock leaves none. Then it waits for the second sale.
+func (e Env) lockAfterFirst(ctx context.Context, first, second <-chan reply) (reply, int64, reply, error) {
+	r1 := <-first
+	if r1.err != nil {
+		<-second
+		return r1, 0, reply{}, r1.err
+	}
+	held, err := e.Redis.Exists(ctx, e.LockKey).Result()
+	r2 := <-second
+	if err == nil {
+		err = r2.err
+	}
+	return r1, held, r2, err
+}
+
+// reset deletes the lock key and sets the stock to 10 (through the
+// service), and returns it.
+func (e Env) reset(ctx context.Context) (int64, error) {
+	if err := e.Redis.Del(ctx, e.LockKey).Err(); err != nil {
+		return 0, err
+	}
+	stockURL := strings.TrimSuffix(e.URL, "/sale") + "/stock"
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, stockURL, strings.NewReader(`{"stock":10}`))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+e.AdminToken)
+	res, err := e.Client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("scenario: PUT %s: %s", stockURL, res.Status)
+	}
+	return 10, nil
+}
+
+// verdict is Oversell or NoOversell for the replies, with their detail; an
+// error when a request failed.
+func (e Env) verdict(ctx context.Context, before int64, rs ...reply) (string, string, error) {
+	for _, r := range rs {
+		if r.err != nil {
+			return "", "", r.err
+		}
+	}
+	oversold, detail, err := e.oversold(ctx, before, rs...)
+	if err != nil || oversold == 0 {
+		return NoOversell, detail, err
+	}
+	return Oversell, detail, nil
+}
+
+// oversold reads the stock after two sales and returns sold - taken.
+func (e Env) oversold(ctx context.Context, before int64, rs ...reply) (int64, string, error) {
+	after, err := e.Redis.Get(ctx, e.StockKey).Int64()
+	if err != nil {
+		return 0, "", err
+	}
+	var sold, refused int64
+	var parts []string
+	for _, r := range rs {
+		switch r.outcome {
+		case api.Sold:
+			sold++
+		case api.Fenced:
+			refused++
+		}
+		parts = append(parts, fmt.Sprint(r.status))
+	}
+	detail := fmt.Sprintf("replies %s, stock %d -> %d", strings.Join(parts, " "), before, after)
+	if refused > 0 {
+		detail += fmt.Sprintf(", %d stale write refused", refused)
+	}
+	return sold - (before - after), detail, nil
+}
+
+// waitLock waits until the lock key exists (or is gone), for at most limit.
+func (e Env) waitLock(ctx context.Context, exists bool, limit time.Duration) error {
+	return e.waitUntil(ctx, limit, func() (bool, error) {
+		n, err := e.Redis.Exists(ctx, e.LockKey).Result()
+		return (n == 1) == exists, err
+	})
+}
+
+// waitUntil polls cond, an observable state, for at most limit.
+func (e Env) waitUntil(ctx context.Context, limit time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(limit)
+	for {
+		ok, err := cond()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("timed out after " + limit.String())
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Millisecond): // polling the observable state
+		}
+	}
+}
