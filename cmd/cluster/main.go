@@ -46,7 +46,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	c, err := cluster.Load(cfg.Dir)
 	switch {
 	case errors.Is(err, cluster.ErrNotUp):
-		fmt.Fprintln(stderr, "cluster: not up: nothing to", verb)
+		fmt.Fprintln(stderr, map[string]string{"down": "cluster: not up: nothing to stop", "status": "cluster: not up"}[verb])
 		return 0
 	case err != nil:
 		fmt.Fprintln(stderr, err)
