@@ -83,7 +83,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.BoolVar(&cfg.Fence, "fence", false, "fencing tokens: v3-v8 and redlock hand out a token per acquisition, and the stock refuses a write with an older token than the last it accepted")
 	fs.BoolVar(&cfg.Chaos, "chaos", false, "enable the fault hooks on /sale (hold, release_pause, nested) for the admin token; needs -admin-token")
 	fs.StringVar(&cfg.Pprof, "pprof", "", "serve Go's profiler (net/http/pprof) on this address, e.g. localhost:6060 (empty: off); a separate listener, never behind nginx")
-	fs.IntVar(&cfg.History, "history", 20000, "sales each replica remembers for GET /history (admin), the checker's raw material; 0: none")
+	fs.IntVar(&cfg.History, "history", 5000, "sales each replica remembers for GET /history (admin), the checker's raw material; 0: none")
 	fs.StringVar(&cfg.Probe, "probe", "", "GET this URL, exit 0 on a 200 and 1 otherwise, and do nothing else (a container healthcheck with no curl)")
 	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 

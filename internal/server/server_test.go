@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/history"
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/locklab/locklab/internal/sale"
@@ -59,7 +60,7 @@ func newStack(t *testing.T, o options) *stack {
 	h := server.New(server.Config{Seller: svc, Versions: all, Default: variants[0], Names: versions.Names(), Lock: o.lock, LockKey: api.DefaultLockKey,
 		Override: o.override, Replica: "test-1", AdminToken: o.token, Chaos: o.chaos, Log: log,
 		Settings: map[string]string{"lock": o.lock, "work": "1ms"},
-		Ready:    func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }})
+		Ready:    func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }, History: history.NewRing(100)})
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	s.url = ts.URL
@@ -282,4 +283,33 @@ func TestNestedHookShowsReentry(t *testing.T) {
 	if s.rdb.Exists(context.Background(), api.DefaultLockKey).Val() != 0 {
 		t.Fatal("a lock was left behind")
 	}
+}
+
+// Every sale is recorded and served by GET /history (admin), since a time.
+func TestHistory(t *testing.T) {
+	s := newStack(t, options{token: "t", lock: "v6"})
+	s.rdb.Set(context.Background(), api.DefaultStockKey, 1, 0)
+	before := time.Now()
+	s.expect(t, s.do(t, "POST", "/sale", "", "X-Request-Id", "run-1"), 200, nil)
+	s.expect(t, s.do(t, "POST", "/sale", "", "X-Request-Id", "run-2"), 409, nil)
+	s.expect(t, s.do(t, "GET", "/history", ""), 401, nil)
+	r := s.do(t, "GET", "/history?since="+before.Format(time.RFC3339Nano), "", "Authorization", "Bearer t")
+	s.expect(t, r, 200, map[string]any{"replica": "test-1", "truncated": false})
+	sales := r.body["sales"].([]any)
+	if len(sales) != 2 {
+		t.Fatalf("%d sales, want 2: %v", len(sales), r.body)
+	}
+	sold, out := sales[0].(map[string]any), sales[1].(map[string]any)
+	if sold["id"] != "run-1" || sold["lock"] != "v6" || sold["owner"] == nil || sold["obtained"] == nil ||
+		sold["read"].(map[string]any)["value"] != 1.0 || sold["written"].(map[string]any)["value"] != 0.0 || sold["status"] != 200.0 {
+		t.Fatalf("the sale's record: %v", sold)
+	}
+	if out["code"] != "sold_out" || out["written"] != nil || out["status"] != 409.0 {
+		t.Fatalf("the sold-out request's record: %v", out)
+	}
+	r = s.do(t, "GET", "/history?since="+time.Now().Add(time.Hour).Format(time.RFC3339Nano), "", "Authorization", "Bearer t")
+	if got := r.body["sales"].([]any); len(got) != 0 {
+		t.Fatalf("since an hour ahead: %d sales", len(got))
+	}
+	s.expect(t, s.do(t, "GET", "/history?since=yesterday", "", "Authorization", "Bearer t"), 400, map[string]any{"code": "bad_request"})
 }
