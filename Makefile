@@ -107,5 +107,9 @@ bench:
 bench-readme:
 	@$(MAKE) --no-print-directory bench BENCH_FLAGS="$(BENCH_FLAGS) -readme $(CURDIR)/README.md"
 
+# Removes what make up and make build created, and nothing else (RUN_DIR may
+# point at a folder of the user's own).
 clean:
-	rm -rf bin $(RUN_DIR) $(REPORT)
+	@$(CLUSTER) clean
+	rm -f bin/inventory $(REPORT)
+	@rmdir bin 2>/dev/null || true

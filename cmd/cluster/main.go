@@ -16,13 +16,14 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/locklab/locklab/internal/cli"
 	"github.com/locklab/locklab/internal/cluster"
 )
 
 // verbs are what the command does.
-var verbs = []string{"up", "down", "status"}
+var verbs = []string{"up", "down", "status", "clean"}
 
 func main() { cli.Main(run) }
 
@@ -30,6 +31,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	cfg, verb, err := parse(args, getenv, stderr)
 	if err != nil {
 		return cli.Status(err)
+	}
+	if verb == "clean" {
+		if err := cluster.Clean(cfg); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "cluster: removed what make up created in %s\n", cfg.Dir)
+		return 0
 	}
 	if verb == "up" {
 		c, err := cluster.Up(ctx, cfg)
@@ -80,7 +89,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (cluster
 		return cluster.Config{}, "", err
 	}
 	cfg := cluster.Config{Root: root, RedisPassword: getenv("INVENTORY_REDIS_PASSWORD"), Log: stderr}
-	fs := cli.FlagSet("cluster", "Usage: go run ./cmd/cluster [flags] up|down|status\n\nThe local cluster: three Redis nodes, the replicas, nginx.", stderr)
+	fs := cli.FlagSet("cluster", "Usage: go run ./cmd/cluster [flags] up|down|status|clean\n\nThe local cluster: three Redis nodes, the replicas, nginx. clean removes what up created (logs, state, binary), nothing else.", stderr)
 	fs.StringVar(&cfg.Dir, "run-dir", env("RUN_DIR", root+"/.run"), "logs, binary and state file (env RUN_DIR)")
 	fs.IntVar(&cfg.Port, "port", atoi("PORT", "80"), "nginx's port (env PORT)")
 	fs.IntVar(&cfg.Replicas, "replicas", atoi("REPLICAS", "2"), "inventory replicas (env REPLICAS)")
@@ -92,7 +101,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (cluster
 		return cfg, "", err
 	}
 	if !slices.Contains(verbs, fs.Arg(0)) {
-		return cfg, "", cli.UsageError(stderr, "cluster", "want one of up, down, status; got %q", fs.Args())
+		return cfg, "", cli.UsageError(stderr, "cluster", "want one of %s; got %q", strings.Join(verbs, ", "), fs.Args())
 	}
 	if cfg.Replicas < 1 || cfg.Port < 1 || cfg.Port > 65535 || cfg.Stock < 0 {
 		return cfg, "", cli.UsageError(stderr, "cluster", "want REPLICAS >= 1, PORT 1-65535 and STOCK >= 0 (got %d, %d, %d)", cfg.Replicas, cfg.Port, cfg.Stock)

@@ -15,9 +15,9 @@ func TestCommandLine(t *testing.T) {
 		status int
 		says   string
 	}{
-		"help":          {[]string{"-h"}, nil, 0, "up|down|status"},
-		"no verb":       {nil, nil, 2, "want one of up, down, status"},
-		"unknown verb":  {[]string{"start"}, nil, 2, "want one of up, down, status"},
+		"help":          {[]string{"-h"}, nil, 0, "up|down|status|clean"},
+		"no verb":       {nil, nil, 2, "want one of up, down, status, clean"},
+		"unknown verb":  {[]string{"start"}, nil, 2, "want one of up, down, status, clean"},
 		"two verbs":     {[]string{"up", "down"}, nil, 2, "unexpected arguments: down"},
 		"bad replicas":  {[]string{"status"}, map[string]string{"REPLICAS": "0"}, 2, "REPLICAS >= 1"},
 		"bad port":      {[]string{"-port", "70000", "status"}, nil, 2, "PORT 1-65535"},

@@ -360,3 +360,43 @@ func gomaxprocs(replicas int) string {
 	}
 	return strconv.Itoa(max(1, runtime.NumCPU()/replicas))
 }
+
+// Clean removes what Up creates in cfg's run directory, and nothing else: the
+// logs, the state file, the binary, nginx's files and temp directories; each
+// directory only once it is empty, so a run directory a user pointed at a
+// folder of their own keeps their files. It refuses while the cluster runs.
+func Clean(cfg Config) error {
+	cfg = cfg.withDefaults()
+	if c, err := Load(cfg.Dir); err == nil {
+		if running, _ := c.Running(); running > 0 {
+			return fmt.Errorf("cluster: %d processes still run in %s: make down first", running, cfg.Dir)
+		}
+	}
+	s := Plan(cfg)
+	nginx := filepath.Join(cfg.Dir, "nginx")
+	files := []string{stateFile(cfg.Dir), s.Replicas[0].Args[0], filepath.Join(nginx, "nginx.conf"), filepath.Join(nginx, "nginx.pid")}
+	for _, p := range s.procs() {
+		files = append(files, p.Log)
+	}
+	for i := range s.Replicas { // REPLICAS may have been larger at up
+		files = append(files, filepath.Join(cfg.Dir, fmt.Sprintf("inventory-%d.log", i+1)))
+	}
+	if more, err := filepath.Glob(filepath.Join(cfg.Dir, "inventory-*.log")); err == nil {
+		files = append(files, more...)
+	}
+	var dirs []string
+	for _, t := range []string{"client_body", "proxy", "fastcgi", "uwsgi", "scgi"} {
+		dirs = append(dirs, filepath.Join(nginx, "tmp", t))
+	}
+	dirs = append(dirs, filepath.Join(nginx, "tmp"), nginx, filepath.Dir(s.Replicas[0].Args[0]), cfg.Dir)
+	var errs []error
+	for _, f := range files {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	for _, d := range dirs {
+		_ = os.Remove(d) // only if empty: anything else in it is not ours
+	}
+	return errors.Join(errs...)
+}

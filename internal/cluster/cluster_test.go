@@ -153,3 +153,41 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// Clean removes what up creates and nothing else: a run directory pointed at
+// a folder of the user's keeps the user's files (and the folder).
+func TestClean(t *testing.T) {
+	dir := t.TempDir()
+	cfg := Config{Dir: dir}
+	s := Plan(cfg)
+	ours := []string{stateFile(dir), s.Replicas[0].Args[0], s.Redis[0].Log, s.Replicas[1].Log, s.Nginx.Log,
+		filepath.Join(dir, "nginx", "nginx.conf"), filepath.Join(dir, "inventory-3.log")}
+	theirs := []string{filepath.Join(dir, "notes.txt"), filepath.Join(dir, "bin", "mytool")}
+	for _, f := range append(ours, theirs...) {
+		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "nginx", "tmp", "proxy"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := Clean(cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range ours {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Errorf("%s is left (err %v)", f, err)
+		}
+	}
+	for _, f := range theirs {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("the user's %s was removed: %v", f, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nginx")); !os.IsNotExist(err) {
+		t.Error("the emptied nginx directory is left")
+	}
+}

@@ -44,13 +44,8 @@ func ensureTools(log io.Writer) error {
 		run(append([]string{"apt-get", "install", "-y", "-qq", "--no-install-recommends"}, pkgs...)...)); err != nil {
 		return fmt.Errorf("cluster: installing %s: %w", strings.Join(pkgs, " "), err)
 	}
-	// On a systemd host the package also starts the system nginx on port 80,
-	// where the cluster's own nginx is to listen. It was installed just now,
-	// for this, so stop it rather than fail on a taken port.
-	if strings.Contains(strings.Join(pkgs, " "), "nginx") && executable(lookPath("systemctl")) &&
-		exec.Command("systemctl", "is-active", "--quiet", "nginx").Run() == nil {
-		fmt.Fprintln(log, "cluster: stopping and disabling the system nginx service the package started (the cluster runs its own nginx)")
-		_ = run("systemctl", "disable", "--now", "nginx")
-	}
+	// On a systemd host the package may also start the system nginx on
+	// port 80. It is the host's service now, and stays as it is: a taken
+	// port is an error naming it, and PORT=8000 make up moves the cluster.
 	return nil
 }

@@ -78,7 +78,10 @@ func TestTwoNodesDown(t *testing.T) {
 
 func TestLateReleaseReportsLostLock(t *testing.T) {
 	nodes := cluster(t)
-	l := locker(nodes, 60*time.Millisecond)
+	// redsync gives each node 5% of the lease to answer: a 60 ms lease left
+	// 3 ms, which a busy 2-core machine missed (the acquire then failed). 600 ms
+	// leaves 30 ms, and the test still waits only on the keys' expiry.
+	l := locker(nodes, 600*time.Millisecond)
 	ctx := context.Background()
 	a, err := l.Acquire(ctx, "A")
 	if err != nil {
