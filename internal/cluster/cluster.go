@@ -373,19 +373,17 @@ func Clean(cfg Config) error {
 		}
 	}
 	s := Plan(cfg)
-	nginx := filepath.Join(cfg.Dir, "nginx")
+	nginx := nginxDir(cfg.Dir)
 	files := []string{stateFile(cfg.Dir), s.Replicas[0].Args[0], filepath.Join(nginx, "nginx.conf"), filepath.Join(nginx, "nginx.pid")}
 	for _, p := range s.procs() {
 		files = append(files, p.Log)
 	}
-	for i := range s.Replicas { // REPLICAS may have been larger at up
-		files = append(files, filepath.Join(cfg.Dir, fmt.Sprintf("inventory-%d.log", i+1)))
-	}
+	// A larger REPLICAS at up left more replica logs than this plan has.
 	if more, err := filepath.Glob(filepath.Join(cfg.Dir, "inventory-*.log")); err == nil {
 		files = append(files, more...)
 	}
 	var dirs []string
-	for _, t := range []string{"client_body", "proxy", "fastcgi", "uwsgi", "scgi"} {
+	for _, t := range nginxTemps {
 		dirs = append(dirs, filepath.Join(nginx, "tmp", t))
 	}
 	dirs = append(dirs, filepath.Join(nginx, "tmp"), nginx, filepath.Dir(s.Replicas[0].Args[0]), cfg.Dir)

@@ -7,6 +7,12 @@ import (
 	"strings"
 )
 
+// nginxTemps are nginx's temp directories, kept inside the run directory.
+var nginxTemps = []string{"client_body", "proxy", "fastcgi", "uwsgi", "scgi"}
+
+// nginxDir is where nginx's configuration, pid, log and temp files live.
+func nginxDir(runDir string) string { return filepath.Join(runDir, "nginx") }
+
 // renderNginx writes the local nginx.conf: deploy/nginx.conf, the Compose
 // configuration, with what stands between each pair of markers (the
 // replicas, one upstream and one route per replica) made for the local
@@ -26,7 +32,7 @@ func renderNginx(cfg Config, s State) error {
 			return fmt.Sprintf("        location /replica/%s/ {\n            proxy_pass http://replica-%s/;\n        }\n", r.Name, r.Name)
 		},
 	}
-	dir := filepath.Join(cfg.Dir, "nginx")
+	dir := nginxDir(cfg.Dir)
 	var b strings.Builder
 	fmt.Fprintf(&b, "pid %s;\nerror_log %s warn;\n", filepath.Join(dir, "nginx.pid"), filepath.Join(dir, "error.log"))
 	skip, listens, rendered := false, 0, 0
@@ -51,7 +57,7 @@ func renderNginx(cfg Config, s State) error {
 		}
 		b.WriteString(line + "\n")
 		if trimmed == "http {" {
-			for _, t := range []string{"client_body", "proxy", "fastcgi", "uwsgi", "scgi"} {
+			for _, t := range nginxTemps {
 				fmt.Fprintf(&b, "    %s_temp_path %s;\n", t, filepath.Join(dir, "tmp", t))
 			}
 		}

@@ -45,7 +45,7 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 			return nil, fmt.Errorf("cluster: port %d is already in use (needed for %s); free it%s", portOf(p.Addr), p.Name, portHint(p))
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(cfg.Dir, "nginx", "tmp"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(nginxDir(cfg.Dir), "tmp"), 0o755); err != nil {
 		return nil, err
 	}
 	if err := c.start(ctx, cfg); err != nil {
@@ -96,10 +96,10 @@ func Plan(cfg Config) State {
 		s.Replicas = append(s.Replicas, Proc{Name: name, Addr: "127.0.0.1:" + strconv.Itoa(port), Args: args, Env: env,
 			Log: filepath.Join(cfg.Dir, name+".log")})
 	}
-	nginxDir := filepath.Join(cfg.Dir, "nginx")
-	s.Nginx = Proc{Name: "nginx", Addr: "127.0.0.1:" + strconv.Itoa(cfg.Port), Log: filepath.Join(nginxDir, "error.log"),
-		Args: []string{lookPath("nginx"), "-p", nginxDir, "-c", filepath.Join(nginxDir, "nginx.conf"),
-			"-e", filepath.Join(nginxDir, "error.log"), "-g", "daemon off;"}}
+	nd := nginxDir(cfg.Dir)
+	s.Nginx = Proc{Name: "nginx", Addr: "127.0.0.1:" + strconv.Itoa(cfg.Port), Log: filepath.Join(nd, "error.log"),
+		Args: []string{lookPath("nginx"), "-p", nd, "-c", filepath.Join(nd, "nginx.conf"),
+			"-e", filepath.Join(nd, "error.log"), "-g", "daemon off;"}}
 	return s
 }
 

@@ -104,7 +104,8 @@ type Latency struct {
 }
 
 // Run runs the load test for one version (lock; empty in plain mode): set
-// the stock, fire the requests, read the stock back.
+// the stock, fire the requests, read the stock back, and (unless NoCheck)
+// read the replicas' history of the run and check the evidence.
 func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
 	if cfg.Requests < 1 || cfg.Concurrency < 1 {
 		return Result{}, errors.New("loadtest: requests and concurrency must be >= 1")
@@ -131,7 +132,7 @@ func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
 		res.Oversold = int64(res.Sold) - (res.StockBefore - after)
 		res.BeyondStock = max(0, int64(res.Sold)-res.StockBefore)
 		if !cfg.NoCheck {
-			res.Sales, res.HistoryNote = cfg.histories(res.Replicas, started, run)
+			res.Sales, res.HistoryNote = cfg.histories(ctx, res.Replicas, started, run)
 			res.Verdict = checker.Check(checker.Run{StockBefore: res.StockBefore, StockAfter: after, Ops: res.Ops, Sales: res.Sales})
 		}
 	}
@@ -170,14 +171,14 @@ func (cfg Config) prepare(lock string) (target, stockURL string, before int64, e
 
 // histories reads every replica's record of the run's sales (through nginx's
 // /replica/NAME/ route), or says why it could not.
-func (cfg Config) histories(replicas map[string]int, since time.Time, run string) ([]history.Sale, string) {
+func (cfg Config) histories(ctx context.Context, replicas map[string]int, since time.Time, run string) ([]history.Sale, string) {
 	client := &http.Client{Timeout: 30 * time.Second}
 	sales := []history.Sale{}
 	for _, name := range slices.Sorted(maps.Keys(replicas)) {
 		u, err := ReplicaURL(cfg.URL, name, "history")
 		if err == nil {
 			var got []history.Sale
-			got, err = history.Fetch(context.Background(), client, u, cfg.AdminToken, since, run)
+			got, err = history.Fetch(ctx, client, u, cfg.AdminToken, since, run)
 			sales = append(sales, got...)
 		}
 		if err != nil {

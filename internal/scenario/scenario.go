@@ -371,8 +371,8 @@ func pausedHolder(ctx context.Context, e Env, lock string, before int64, fenced 
 		return "", "", fmt.Errorf("the first sale's replica never stopped before its write: %w", err)
 	}
 	e.mark(e.Replicas[0].Name + " stopped before its write")
-	thaw := sync.OnceValue(func() error { return e.Procs.Freeze(e.Replicas[0].Name, false) })
-	defer thaw() // whatever happens, the replica runs again
+	thaw := e.thaw(e.Replicas[0].Name) // it stopped itself
+	defer thaw()                       // whatever happens, the replica runs again
 	if err := e.waitLock(ctx, false, 3*e.TTL); err != nil {
 		return "", "", fmt.Errorf("the frozen holder's lease never expired: %w", err)
 	}
@@ -443,7 +443,12 @@ func (e Env) freeze(name string) (thaw func() error, err error) {
 	if err := e.Procs.Freeze(name, true); err != nil {
 		return nil, err
 	}
-	return sync.OnceValue(func() error { return e.Procs.Freeze(name, false) }), nil
+	return e.thaw(name), nil
+}
+
+// thaw resumes the named process, once however often it is called.
+func (e Env) thaw(name string) func() error {
+	return sync.OnceValue(func() error { return e.Procs.Freeze(name, false) })
 }
 
 // getCalls is how many GETs the stock's node has served.
