@@ -13,7 +13,7 @@ CLUSTER := $(GO) run ./cmd/cluster
 URL := http://localhost:$(PORT)
 REPORT := $(CURDIR)/report.html
 
-.PHONY: bench bench-readme bench-guards scenarios scenarios-readme test test-e2e e2e-compose images-offline vet build check-redis up down status demo bench-loadtest clean
+.PHONY: fuzz stress bench bench-readme bench-guards scenarios scenarios-readme test test-e2e e2e-compose images-offline vet build check-redis up down status demo bench-loadtest clean
 
 test: check-redis vet
 	$(GO) test -race ./...
@@ -22,6 +22,27 @@ test: check-redis vet
 # asserts the oversell three runs in a row. Needs redis-server and nginx.
 test-e2e: check-redis
 	$(GO) test -tags e2e -count=1 -v ./e2e/
+
+# Each fuzz test for FUZZTIME (CI: 30s each): the stock values (Go and Lua
+# agree), PUT /stock's body, /sale's query and request id, the flags and
+# environment. A failing input is saved under the package's testdata/fuzz.
+FUZZTIME ?= 30s
+FUZZ := ./internal/sale:FuzzStockValues ./internal/server:FuzzSetStock ./internal/server:FuzzSaleQuery ./cmd/inventory:FuzzConfig
+fuzz: check-redis
+	@log=$$(mktemp); trap 'rm -f $$log' EXIT; for f in $(FUZZ); do \
+	  echo "fuzz: $${f#*:} ($${f%%:*}, $(FUZZTIME))"; \
+	  $(GO) test -run '^$$' -fuzz "^$${f#*:}$$" -fuzztime $(FUZZTIME) "$${f%%:*}" >$$log 2>&1 || \
+	    { grep -v '^redis:' $$log | tail -30; exit 1; }; \
+	  grep -o 'execs: [0-9]* ([0-9]*/sec)' $$log | tail -1; \
+	done
+
+# The timing-sensitive packages 20 times over with the race detector while
+# every core is kept busy by spinners: what a loaded CI machine does to them.
+STRESS_PKGS := ./internal/locks/... ./internal/sale ./internal/server ./internal/history ./internal/checker ./cmd/inventory
+stress: check-redis
+	@spin=""; for _ in $$(seq $$(nproc)); do (while :; do :; done) & spin="$$spin $$!"; done; \
+	status=0; $(GO) test -race -count=20 $(STRESS_PKGS) || status=$$?; \
+	kill $$spin; exit $$status
 
 vet:
 	$(GO) vet ./...
@@ -57,9 +78,18 @@ demo:
 	exit $$status
 
 # The Docker Compose stack end to end with no registry: offline images, up,
-# load test from inside the network, one Redis node stopped, down.
+# load test from inside the network, one Redis node stopped, down. With
+# Compose v2 (built by deploy/install-compose-v2.sh when missing): the whole
+# run with `up -d --wait`, a quick one with plain `up -d`; with Debian's v1
+# (which has no --wait), a quick one with port 80 published on every
+# interface (BIND=0.0.0.0).
 e2e-compose:
-	@bash deploy/compose-e2e.sh
+	@docker compose version >/dev/null 2>&1 || bash deploy/install-compose-v2.sh
+	@COMPOSE="docker compose" UP_FLAGS=--wait bash deploy/compose-e2e.sh
+	@COMPOSE="docker compose" QUICK=1 bash deploy/compose-e2e.sh
+	@if command -v docker-compose >/dev/null 2>&1; then \
+	  COMPOSE=docker-compose QUICK=1 BIND=0.0.0.0 bash deploy/compose-e2e.sh; \
+	else echo "e2e-compose: SKIPPED the v1 run: no docker-compose"; fi
 
 # Every image the Compose stack needs, built with no registry.
 images-offline:

@@ -26,6 +26,7 @@ import (
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/locklab/locklab/internal/scenario"
 	"github.com/locklab/locklab/internal/versions"
+	"github.com/redis/go-redis/v9"
 )
 
 // clusterBin builds the cluster command once per test.
@@ -107,7 +108,25 @@ func TestLocalCluster(t *testing.T) {
 		}
 	}
 
-	c := up(t, bin, port, dir)
+	// Closed by default: even with INVENTORY_BIND=0.0.0.0 in the
+	// environment, every socket the cluster listens on is loopback, as the
+	// kernel's socket table says.
+	c := up(t, bin, port, dir, "INVENTORY_BIND=0.0.0.0")
+	sockets, err := c.State.Listening()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sockets) != len(c.State.Redis)+len(c.State.Replicas)+1 {
+		t.Errorf("listening sockets found for %d processes, want %d: %v", len(sockets), len(c.State.Redis)+len(c.State.Replicas)+1, sockets)
+	}
+	for name, addrs := range sockets {
+		for _, a := range addrs {
+			if !a.Addr().IsLoopback() {
+				t.Errorf("%s listens on %s: not a loopback address", name, a)
+			}
+		}
+	}
+	t.Logf("listening: %v", sockets)
 	if out, err := run(t, bin, port, dir, "up"); err != nil || !strings.Contains(out, "already up") {
 		t.Fatalf("second up: err %v, output:\n%s", err, out)
 	}
@@ -190,5 +209,87 @@ func TestScenarios(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// A replica stopped with SIGTERM in the middle of a load test on v3 (the
+// lock with no expiry, which a lost release would leave forever): its
+// waiters give up, its holders finish and release, nginx sends the rest to
+// the other replica. No lock key is left, and no sale is lost: every unit
+// the stock lost was answered sold (or may have been: unknown), every sale
+// answered is in the stock, and the requests are linearizable.
+func TestSIGTERMUnderLoad(t *testing.T) {
+	bin := clusterBin(t)
+	port := redistest.FreePort(t)
+	dir := t.TempDir()
+	c := up(t, bin, port, dir)
+	rdb := redis.NewClient(&redis.Options{Addr: c.State.StockNode().Addr})
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	const stock = 50000
+	cfg := loadtest.Config{URL: c.State.URL, Requests: 4000, Concurrency: 32, Stock: stock, Client: loadtest.NewClient(32)}
+	type outcome struct {
+		r   loadtest.Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		r, err := loadtest.Run(ctx, cfg, "v3")
+		done <- outcome{r, err}
+	}()
+	// Observable state, not a sleep: the load test has set the stock, and
+	// then sold a few hundred units.
+	reset := false
+	for {
+		n, err := rdb.Get(ctx, c.State.StockKey).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reset = reset || n >= stock-100
+		if reset && n <= stock-300 {
+			break
+		}
+		select {
+		case o := <-done:
+			t.Fatalf("the load test ended before the replica could be stopped: %+v, %v", o.r, o.err)
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	victim := c.State.Replicas[0]
+	restart, err := c.Terminate(victim.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := <-done
+	if err := restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	r := o.r
+	taken := r.StockBefore - r.StockAfter
+	t.Logf("SIGTERM %s mid-run: sold %d, taken %d, unknown %d, failed %v, linearizable %s, replicas %v",
+		victim.Name, r.Sold, taken, r.Unknown, r.FailedBy, r.Linearizability, r.Replicas)
+	if n := rdb.Exists(ctx, c.State.LockKey).Val(); n != 0 {
+		t.Errorf("the v3 lock key %s is left after the replica stopped", c.State.LockKey)
+	}
+	if int64(r.Sold) > taken || taken > int64(r.Sold+r.Unknown) {
+		t.Errorf("sold %d, unknown %d, but the stock lost %d: a sale was lost", r.Sold, r.Unknown, taken)
+	}
+	if !r.Linearizable {
+		t.Errorf("the requests are not linearizable: %s", r.Linearizability)
+	}
+	if r.Replicas[victim.Name] == 0 || r.Replicas[c.State.Replicas[1].Name] == 0 {
+		t.Errorf("replies per replica %v: both should have served part of the run", r.Replicas)
+	}
+	log, err := os.ReadFile(victim.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(log, []byte(`"msg":"stopped"`)) || bytes.Contains(log, []byte("stopped with an error")) {
+		t.Errorf("%s did not stop cleanly; its log:\n%s", victim.Name, log)
 	}
 }

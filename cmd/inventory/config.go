@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -14,12 +15,16 @@ import (
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/cli"
 	"github.com/locklab/locklab/internal/redisconn"
+	"github.com/locklab/locklab/internal/server"
 	"github.com/locklab/locklab/internal/versions"
 )
 
 // config is everything the flags set.
 type config struct {
 	Port           int
+	Bind           string
+	AdminOpen      bool
+	MaxInFlight    int
 	Name           string
 	Lock           string
 	Redis          string
@@ -37,6 +42,7 @@ type config struct {
 	AdminToken     string
 	LogLevel       slog.Level
 	Probe          string
+	ProbeStay      bool
 	Fence          bool
 	Chaos          bool
 	Pprof          string
@@ -60,6 +66,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs := cli.FlagSet("inventory", "Usage: inventory [flags]\n\nSells one unit of stock per POST /sale under the chosen lock version.\n"+
 		"Every flag can also be set by its environment variable (-acquire-timeout: "+envName("acquire-timeout")+"); a flag wins.", stderr)
 	fs.IntVar(&cfg.Port, "port", api.DefaultPort, "HTTP port")
+	fs.StringVar(&cfg.Bind, "bind", "127.0.0.1", "address to listen on: loopback by default; 0.0.0.0 (every interface) for a container, or a host behind a firewall")
+	fs.BoolVar(&cfg.AdminOpen, "admin-open", false, "allow an empty -admin-token on a listener that is not loopback: PUT /stock and GET /history open to whoever reaches it")
+	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", server.DefaultMaxInFlight, "most sales this replica runs at once; one more is answered 503 busy with Retry-After")
 	fs.StringVar(&cfg.Name, "name", host, "replica name, reported in every reply")
 	fs.StringVar(&cfg.Lock, "lock", "v1", "lock version: one of "+strings.Join(versions.Names(), " "))
 	fs.StringVar(&cfg.Redis, "redis", "localhost:6379", "Redis for the stock and the single-node locks (host:port)")
@@ -79,12 +88,13 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&cfg.Work, "work", 0, "simulated business time between reading and writing the stock")
 	fs.DurationVar(&cfg.AcquireTimeout, "acquire-timeout", 10*time.Second, "longest wait for the lock before answering 503")
 	fs.BoolVar(&cfg.LockOverride, "lock-override", false, "let /sale?lock=NAME choose the version per request")
-	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token required by PUT /stock (empty: open)")
+	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token required by PUT /stock, GET /history and the fault hooks (empty: open, allowed only on a loopback -bind or with -admin-open)")
 	fs.BoolVar(&cfg.Fence, "fence", false, "fencing tokens: v3-v8 and redlock hand out a token per acquisition, and the stock refuses a write with an older token than the last it accepted")
 	fs.BoolVar(&cfg.Chaos, "chaos", false, "enable the fault hooks on /sale (hold, release_pause, nested) for the admin token; needs -admin-token")
 	fs.StringVar(&cfg.Pprof, "pprof", "", "serve Go's profiler (net/http/pprof) on this address, e.g. localhost:6060 (empty: off); a separate listener, never behind nginx")
 	fs.IntVar(&cfg.History, "history", 5000, "sales each replica remembers for GET /history (admin), the checker's raw material; 0: none")
 	fs.StringVar(&cfg.Probe, "probe", "", "GET this URL, exit 0 on a 200 and 1 otherwise, and do nothing else (a container healthcheck with no curl)")
+	fs.BoolVar(&cfg.ProbeStay, "probe-stay", false, "with -probe: after a 200, stay up, idle, until stopped (a Compose service that `up -d --wait` finds running)")
 	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 
 	// Environment first, so the command line overrides it.
@@ -107,6 +117,12 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return cfg, cli.UsageError(stderr, "inventory", "%s", err)
 	}
 	return cfg, nil
+}
+
+// loopback reports whether the service listens on a loopback address only.
+func (c config) loopback() bool {
+	ip := net.ParseIP(c.Bind)
+	return c.Bind == "localhost" || ip != nil && ip.IsLoopback()
 }
 
 func (c config) validate() error {
@@ -133,6 +149,12 @@ func (c config) validate() error {
 		return fmt.Errorf("-history %d: want >= 0", c.History)
 	case c.Name == "":
 		return errors.New("-name: want a replica name")
+	case net.ParseIP(c.Bind) == nil && c.Bind != "localhost":
+		return fmt.Errorf("-bind %q: want an IP address (127.0.0.1, ::1, 0.0.0.0) or localhost", c.Bind)
+	case c.AdminToken == "" && !c.loopback() && !c.AdminOpen:
+		return fmt.Errorf("-bind %s with no -admin-token would open PUT /stock to the network: set -admin-token, or -admin-open to accept that", c.Bind)
+	case c.MaxInFlight < 1:
+		return fmt.Errorf("-max-in-flight %d: want >= 1", c.MaxInFlight)
 	}
 	return nil
 }

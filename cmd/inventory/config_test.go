@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +65,9 @@ func TestExitStatus(t *testing.T) {
 		"stray arg":      {[]string{"v6"}, nil, 2, "unexpected arguments"},
 		"help":           {[]string{"-h"}, nil, 0, "INVENTORY_ACQUIRE_TIMEOUT"},
 		"chaos no token": {[]string{"-chaos"}, nil, 2, "-chaos needs -admin-token"},
+		"open to all":    {[]string{"-bind", "0.0.0.0"}, nil, 2, "-admin-open"},
+		"bad bind":       {[]string{"-bind", "example.org"}, nil, 2, "-bind"},
+		"bad in-flight":  {[]string{"-max-in-flight", "0"}, nil, 2, "-max-in-flight"},
 		"probe refused":  {[]string{"-probe", "http://127.0.0.1:1/readyz"}, nil, 1, "probe:"},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -72,5 +79,89 @@ func TestExitStatus(t *testing.T) {
 				t.Fatalf("stderr does not mention %q:\n%s", tc.says, stderr.String())
 			}
 		})
+	}
+}
+
+// Closed by default: loopback, and an empty admin token only there unless
+// opted in.
+func TestClosedByDefault(t *testing.T) {
+	for name, tc := range map[string]struct {
+		args []string
+		ok   bool
+	}{
+		"default":             {nil, true},
+		"every interface":     {[]string{"-bind", "0.0.0.0"}, false},
+		"with a token":        {[]string{"-bind", "0.0.0.0", "-admin-token", "t"}, true},
+		"opted in":            {[]string{"-bind", "0.0.0.0", "-admin-open"}, true},
+		"ipv6 loopback":       {[]string{"-bind", "::1"}, true},
+		"localhost":           {[]string{"-bind", "localhost"}, true},
+		"another address":     {[]string{"-bind", "10.1.2.3"}, false},
+		"another, with token": {[]string{"-bind", "10.1.2.3", "-admin-token", "t"}, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			c, err := parseConfig(tc.args, env(nil), &stderr)
+			if (err == nil) != tc.ok {
+				t.Fatalf("err %v, want ok %t\n%s", err, tc.ok, stderr.String())
+			}
+			if name == "default" && c.Bind != "127.0.0.1" {
+				t.Fatalf("default -bind %q, want 127.0.0.1", c.Bind)
+			}
+		})
+	}
+}
+
+// FuzzConfig: any command line and any value of an INVENTORY_ variable
+// either fails as a usage error (status 2, a message) or gives a config
+// that keeps every rule: never a panic, never a service open to the network
+// by accident.
+func FuzzConfig(f *testing.F) {
+	f.Add("-lock v6 -ttl 1s", "INVENTORY_BIND", "0.0.0.0")
+	f.Add("-port 0", "INVENTORY_TTL", "-1s")
+	f.Add("-bind ::1 -admin-open=false", "INVENTORY_ADMIN_TOKEN", "")
+	f.Add("-redlock a:1,,b", "INVENTORY_MAX_IN_FLIGHT", "9999999999999")
+	f.Add("-chaos -admin-token x -history -5", "INVENTORY_LOG_LEVEL", "loud")
+	f.Fuzz(func(t *testing.T, args, name, value string) {
+		var stderr bytes.Buffer
+		c, err := parseConfig(strings.Fields(args), env(map[string]string{name: value}), &stderr)
+		if err != nil {
+			if stderr.Len() == 0 {
+				t.Fatalf("%q %s=%q: %v, and nothing said on stderr", args, name, value, err)
+			}
+			return
+		}
+		if err := c.validate(); err != nil {
+			t.Fatalf("%q %s=%q: accepted, but %v", args, name, value, err)
+		}
+		switch {
+		case c.AdminToken == "" && !c.loopback() && !c.AdminOpen:
+			t.Fatalf("%q %s=%q: admin endpoints open on %s", args, name, value, c.Bind)
+		case c.Chaos && c.AdminToken == "":
+			t.Fatalf("%q %s=%q: fault hooks with no token", args, name, value)
+		case c.limits().Grace <= 0 || c.limits().Longest <= c.AcquireTimeout:
+			t.Fatalf("%q %s=%q: limits %+v", args, name, value, c.limits())
+		}
+	})
+}
+
+// -probe-stay waits for a 200, then stays up until stopped, and exits 0.
+func TestProbeStay(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	stderr, staying := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"-probe", srv.URL, "-probe-stay"}, env(nil), nil, staying)
+		staying.Close()
+	}()
+	line, err := bufio.NewReader(stderr).ReadString('\n') // it says so once it has its 200
+	if err != nil || !strings.Contains(line, "staying up") {
+		t.Fatalf("stderr %q, %v: want it staying up", line, err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	cancel()
+	if status := <-done; status != 0 {
+		t.Fatalf("exit %d after SIGTERM, want 0", status)
 	}
 }

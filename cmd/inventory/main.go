@@ -35,16 +35,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	if err != nil {
 		return cli.Status(err)
 	}
+	if cfg.Probe != "" && cfg.ProbeStay {
+		return gate(ctx, cfg.Probe, stderr)
+	}
 	if cfg.Probe != "" {
 		return probe(ctx, cfg.Probe, stderr)
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("replica", cfg.Name)
 	redis.SetLogger(redisLogger{log})
 
-	ln, err := net.Listen("tcp", ":"+strconv.Itoa(cfg.Port))
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)))
 	if err != nil {
-		log.Error("cannot listen", "port", cfg.Port, "err", err)
+		log.Error("cannot listen", "bind", cfg.Bind, "port", cfg.Port, "err", err)
 		return 1
+	}
+	if cfg.AdminToken == "" {
+		log.Warn("no -admin-token: PUT /stock, GET /history open to every client of this listener", "addr", ln.Addr().String(),
+			"loopback_only", cfg.loopback())
 	}
 	if cfg.Pprof != "" {
 		pln, err := net.Listen("tcp", cfg.Pprof)
@@ -81,11 +88,64 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 		defer n.Close()
 		deps.Notifier = n
 	}
-	srv := &http.Server{Handler: handler(cfg, deps, rdb, mx, log), ReadHeaderTimeout: 5 * time.Second}
+	// Every request's context ends when the service stops, with
+	// server.ErrShuttingDown as its cause: a sale still waiting for the lock
+	// gives up at once; one holding it finishes within the grace period.
+	base, stopping := context.WithCancelCause(context.WithoutCancel(ctx))
+	srv := &http.Server{Handler: handler(cfg, deps, rdb, mx, log), BaseContext: func(net.Listener) context.Context { return base }}
+	cfg.limits().apply(srv)
 	log.Info("serving", "addr", ln.Addr().String(), "lock", cfg.Lock, "lock_override", cfg.LockOverride,
 		"redis", cfg.Redis, "redlock", cfg.Redlock, "ttl", cfg.TTL.String(), "retry", cfg.Retry.String(),
-		"redlock_retry", cfg.RedlockRetry.String(), "wait", cfg.Wait, "work", cfg.Work.String())
-	return serveUntil(ctx, srv, ln, cfg.AcquireTimeout+cfg.Work+5*time.Second, log)
+		"redlock_retry", cfg.RedlockRetry.String(), "wait", cfg.Wait, "work", cfg.Work.String(),
+		"max_in_flight", cfg.MaxInFlight, "grace", cfg.limits().Grace.String())
+	return serveUntil(ctx, srv, ln, func() { stopping(server.ErrShuttingDown) }, cfg.limits().Grace, log)
+}
+
+// limits are the HTTP server's bounds, derived from the lock settings so
+// that none of them cuts a legitimate sale short.
+type limits struct {
+	// Longest is the longest a sale can take: its wait for the lock, its
+	// business time (or a chaos hold, at most server.MaxHold), its Redis
+	// commands (a second each at most, redisconn's timeouts) and its release.
+	Longest time.Duration
+	// Grace is how long a stopping replica gives its holders: a waiter is
+	// cancelled at once, so only the hold counts.
+	Grace time.Duration
+}
+
+// redisSlack covers a sale's Redis commands: a read, a write, a fencing or
+// nested step, each bounded by redisconn's one-second timeouts.
+const redisSlack = 3 * time.Second
+
+func (c config) limits() limits {
+	hold := c.Work
+	if c.Chaos { // a chaos hold replaces the business time
+		hold = max(hold, server.MaxHold)
+	}
+	return limits{
+		Longest: c.AcquireTimeout + hold + redisSlack + sale.ReleaseTimeout,
+		Grace:   hold + redisSlack + sale.ReleaseTimeout,
+	}
+}
+
+// The HTTP server's own limits. The idle timeout must stay above nginx's
+// upstream keepalive_timeout (deploy/nginx.conf: 30s), so that nginx, not the
+// service, closes an idle connection, and never sends a request on one the
+// service is closing.
+const (
+	readHeaderTimeout = 5 * time.Second
+	idleTimeout       = 75 * time.Second
+	maxHeaderBytes    = 16 << 10
+)
+
+// apply sets srv's timeouts and header cap: a slow client cannot hold a
+// connection forever, and a reply is never cut before the longest sale.
+func (l limits) apply(srv *http.Server) {
+	srv.ReadHeaderTimeout = readHeaderTimeout
+	srv.ReadTimeout = readHeaderTimeout + 5*time.Second // the bodies are tiny (PUT /stock: 1 KiB at most)
+	srv.WriteTimeout = l.Longest + 5*time.Second
+	srv.IdleTimeout = idleTimeout
+	srv.MaxHeaderBytes = maxHeaderBytes
 }
 
 // variants are the ways of building the versions this replica serves: its
@@ -125,7 +185,7 @@ func handler(cfg config, deps versions.Deps, rdb *redis.Client, mx *metrics.Metr
 		Seller: svc, Versions: versions.BuildAll(deps, cfg.variants()), Default: versions.Variant{Wait: cfg.Wait, Fence: cfg.Fence},
 		Names: versions.Names(), Lock: cfg.Lock, LockKey: cfg.LockKey, Override: cfg.LockOverride, Replica: cfg.Name,
 		AdminToken: cfg.AdminToken, Chaos: cfg.Chaos, Settings: cfg.settings(), Ready: ready, Log: log,
-		Recorder: mx, Metrics: mx.Handler(), History: hist,
+		Recorder: mx, Metrics: mx.Handler(), History: hist, MaxInFlight: cfg.MaxInFlight,
 	})
 }
 
@@ -136,9 +196,9 @@ func (c config) settings() map[string]string {
 		"fence": strconv.FormatBool(c.Fence), "chaos": strconv.FormatBool(c.Chaos)}
 }
 
-// serveUntil serves on ln until ctx ends, then shuts down, giving in-flight
-// sales up to grace to finish.
-func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration, log *slog.Logger) error {
+// serveUntil serves on ln until ctx ends, then shuts down: stop cancels the
+// requests still waiting, and in-flight sales get up to grace to finish.
+func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener, stop func(), grace time.Duration, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -146,7 +206,8 @@ func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener, grace ti
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: finishing in-flight sales")
+	log.Info("shutting down: cancelling waiters, finishing holders", "grace", grace.String())
+	stop()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
@@ -166,6 +227,32 @@ type redisLogger struct{ log *slog.Logger }
 
 func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
 	l.log.DebugContext(ctx, fmt.Sprintf(format, v...), "source", "go-redis")
+}
+
+// gateLimit is how long -probe-stay tries before it gives up: longer than a
+// stack takes to start, or nginx to try a restarted replica again.
+const gateLimit = time.Minute
+
+// gate probes url once a second until it answers 200, then stays up until
+// ctx ends (SIGTERM): a Compose service that is running, and healthy, once
+// the stack serves. It exits 1 if url never answers within gateLimit.
+func gate(ctx context.Context, url string, stderr io.Writer) int {
+	deadline := time.Now().Add(gateLimit)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for probe(ctx, url, io.Discard) != 0 {
+		if time.Now().After(deadline) {
+			return probe(ctx, url, stderr) // the last try says why
+		}
+		select {
+		case <-ctx.Done():
+			return 1
+		case <-tick.C:
+		}
+	}
+	fmt.Fprintln(stderr, "probe:", url, "answered 200; staying up until stopped")
+	<-ctx.Done()
+	return 0
 }
 
 // probe is the healthcheck of an image that has no curl: one GET, 200 or not.

@@ -69,6 +69,9 @@ const (
 	CodeStockCorrupt     = "stock_corrupt"
 	CodeClientGone       = "client_gone"
 	CodeUnavailable      = "unavailable"
+	CodeIndeterminate    = "indeterminate"
+	CodeShuttingDown     = "shutting_down"
+	CodeBusy             = "busy"
 	CodeBadRequest       = "bad_request"
 	CodeUnauthorized     = "unauthorized"
 	CodeOverrideDisabled = "override_disabled"
@@ -93,6 +96,9 @@ var statuses = map[string]int{
 	CodeStockCorrupt:     http.StatusInternalServerError,
 	CodeClientGone:       StatusClientGone,
 	CodeUnavailable:      http.StatusServiceUnavailable,
+	CodeIndeterminate:    http.StatusServiceUnavailable,
+	CodeShuttingDown:     http.StatusServiceUnavailable,
+	CodeBusy:             http.StatusServiceUnavailable,
 	CodeBadRequest:       http.StatusBadRequest,
 	CodeUnauthorized:     http.StatusUnauthorized,
 	CodeOverrideDisabled: http.StatusBadRequest,
@@ -118,13 +124,16 @@ const (
 	Fenced  = "fenced"
 	Failed  = "failed" // known to have sold nothing: the lock not obtained, the lease lost, a refused request
 	// Unknown may or may not have sold: the reply was lost (a transport
-	// error, a timeout) or a 5xx came after which the write may have
-	// happened (Redis unreachable mid-sale, nginx's 502 or 504).
+	// error, a timeout), the service's own write lost its reply
+	// (CodeIndeterminate), or nginx answered 502 or 504 for a replica.
 	Unknown = "unknown"
 )
 
-// soldNothing are the 5xx codes the service gives only before any write.
-var soldNothing = map[string]bool{CodeLockTimeout: true, CodeStockMissing: true, CodeLeaseLost: true, CodeStockCorrupt: true}
+// soldNothing are the 5xx codes the service gives only when nothing was
+// written: a write whose reply was lost is CodeIndeterminate, never
+// CodeUnavailable.
+var soldNothing = map[string]bool{CodeLockTimeout: true, CodeStockMissing: true, CodeLeaseLost: true,
+	CodeStockCorrupt: true, CodeUnavailable: true, CodeShuttingDown: true, CodeBusy: true}
 
 // Outcome classifies a /sale reply.
 func Outcome(status int, reply Sale) string {

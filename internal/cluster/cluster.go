@@ -224,17 +224,29 @@ func (c *Cluster) Stopped(name string) (bool, error) {
 // arguments, environment and log; a Redis node comes back empty) and waits
 // until it answers.
 func (c *Cluster) Kill(name string) (restart func(context.Context) error, err error) {
+	return c.stop(name, syscall.SIGKILL, 10*time.Second)
+}
+
+// Terminate stops the process name with SIGTERM, as `docker stop` does: a
+// replica cancels the sales waiting for the lock and lets the holders finish.
+// restart waits until it has exited (its grace period is seconds), then
+// starts it again.
+func (c *Cluster) Terminate(name string) (restart func(context.Context) error, err error) {
+	return c.stop(name, syscall.SIGTERM, 30*time.Second)
+}
+
+func (c *Cluster) stop(name string, sig syscall.Signal, limit time.Duration) (restart func(context.Context) error, err error) {
 	p, err := c.proc(name)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.signal(syscall.SIGKILL); err != nil {
+	if err := p.signal(sig); err != nil {
 		return nil, err
 	}
 	pid := p.Pid
 	return func(ctx context.Context) error {
-		if !waitGone(pid, 10*time.Second) {
-			return fmt.Errorf("cluster: %s (pid %d) did not exit after SIGKILL", name, pid)
+		if !waitGone(pid, limit) {
+			return fmt.Errorf("cluster: %s (pid %d) did not exit within %s of %s", name, pid, limit, sig)
 		}
 		return c.restart(ctx, p)
 	}, nil

@@ -191,3 +191,20 @@ func TestClean(t *testing.T) {
 		t.Error("the emptied nginx directory is left")
 	}
 }
+
+func TestProcAddr(t *testing.T) {
+	for in, want := range map[string]string{
+		"0100007F:1F90":                         "127.0.0.1:8080",
+		"00000000:0050":                         "0.0.0.0:80",
+		"00000000000000000000000001000000:1F91": "[::1]:8081",
+		"0000000000000000FFFF00000100007F:0050": "127.0.0.1:80",
+	} {
+		got, err := procAddr(in)
+		if err != nil || got.String() != want {
+			t.Errorf("procAddr(%q) = %v, %v; want %s", in, got, err, want)
+		}
+	}
+	if _, err := procAddr("zz:1"); err == nil {
+		t.Error("procAddr of garbage: no error")
+	}
+}

@@ -23,10 +23,13 @@ func renderNginx(cfg Config, s State) error {
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
+	// params are the first server line's parameters in the block
+	// (max_fails=...), kept for each local replica.
+	var params string
 	blocks := map[string]func(r Proc) string{
-		"replicas": func(r Proc) string { return fmt.Sprintf("        server %s;\n", r.Addr) },
+		"replicas": func(r Proc) string { return fmt.Sprintf("        server %s%s;\n", r.Addr, params) },
 		"replica-upstreams": func(r Proc) string {
-			return fmt.Sprintf("    upstream replica-%s {\n        server %s;\n        keepalive 16;\n    }\n", r.Name, r.Addr)
+			return fmt.Sprintf("    upstream replica-%s {\n        server %s;\n    }\n", r.Name, r.Addr)
 		},
 		"replica-routes": func(r Proc) string {
 			return fmt.Sprintf("        location /replica/%s/ {\n            proxy_pass http://replica-%s/;\n        }\n", r.Name, r.Name)
@@ -35,21 +38,24 @@ func renderNginx(cfg Config, s State) error {
 	dir := nginxDir(cfg.Dir)
 	var b strings.Builder
 	fmt.Fprintf(&b, "pid %s;\nerror_log %s warn;\n", filepath.Join(dir, "nginx.pid"), filepath.Join(dir, "error.log"))
-	skip, listens, rendered := false, 0, 0
+	block, listens, rendered := "", 0, 0
 	for line := range strings.SplitSeq(strings.TrimSuffix(string(src), "\n"), "\n") {
 		trimmed := strings.TrimSpace(line)
 		if name, ok := strings.CutSuffix(strings.TrimPrefix(trimmed, "# "), ":begin"); ok && blocks[name] != nil {
 			b.WriteString(line + "\n")
-			for _, r := range s.Replicas {
-				b.WriteString(blocks[name](r))
-			}
-			skip, rendered = true, rendered+1
+			block, params = name, ""
 			continue
 		}
 		switch {
-		case strings.HasPrefix(trimmed, "# ") && strings.HasSuffix(trimmed, ":end"):
-			skip = false
-		case skip:
+		case block != "" && strings.HasPrefix(trimmed, "# ") && strings.HasSuffix(trimmed, ":end"):
+			for _, r := range s.Replicas {
+				b.WriteString(blocks[block](r))
+			}
+			block, rendered = "", rendered+1
+		case block != "":
+			if f := strings.Fields(strings.TrimSuffix(trimmed, ";")); params == "" && len(f) > 2 && f[0] == "server" {
+				params = " " + strings.Join(f[2:], " ")
+			}
 			continue
 		case trimmed == "listen 80;":
 			line = strings.Replace(line, "listen 80;", fmt.Sprintf("listen %s;", s.Nginx.Addr), 1)

@@ -84,7 +84,7 @@ func Plan(cfg Config) State {
 	bin := filepath.Join(cfg.Dir, "bin", "inventory")
 	for i := 1; i <= cfg.Replicas; i++ {
 		name, port := "inventory-"+strconv.Itoa(i), api.DefaultPort+i-1
-		args := []string{bin, "-port", strconv.Itoa(port), "-name", name, "-lock", cfg.Lock, "-lock-override",
+		args := []string{bin, "-bind", "127.0.0.1", "-port", strconv.Itoa(port), "-name", name, "-lock", cfg.Lock, "-lock-override",
 			"-work", cfg.Work, "-redis", s.Redis[0].Addr, "-redlock", redlock}
 		if cfg.Pprof {
 			args = append(args, "-pprof", "127.0.0.1:"+strconv.Itoa(6060+i-1))

@@ -45,6 +45,28 @@ func CloseAll(clients []redis.UniversalClient) error {
 	return errors.Join(errs...)
 }
 
+// Ambiguous reports whether a command that failed with err may still have
+// been applied: its reply was lost (a timeout, a broken connection, the
+// context ending while it was in flight), so the caller cannot know. Redis's
+// own error reply and redis.Nil are answers, never ambiguous: the command was
+// refused, or found nothing.
+func Ambiguous(err error) bool {
+	if err == nil || errors.Is(err, redis.Nil) || neverSent(err) {
+		return false
+	}
+	var reply redis.Error
+	return !errors.As(err, &reply)
+}
+
+// neverSent reports an error that comes before the command leaves the
+// client: no connection could be made (refused, unreachable, the dial timed
+// out), none was free in the pool, or the client is closed.
+func neverSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial" ||
+		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed)
+}
+
 // ParseList parses a comma-separated list of host:port nodes, blanks ignored.
 func ParseList(s string) ([]string, error) {
 	var nodes []string

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -141,4 +142,47 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// LoseReplies makes c lose the reply of the next n commands it sends whose
+// name is one of names ("set", "evalsha", "eval", ...; any when none): Redis
+// applies each one, and the caller gets a timeout, as when a network drops
+// the reply. The client is real; only the reply is taken away.
+func LoseReplies(c *redis.Client, n int, names ...string) {
+	c.AddHook(&lostReplies{left: int64(n), names: names})
+}
+
+type lostReplies struct {
+	left  int64
+	mu    sync.Mutex
+	names []string
+}
+
+func (h *lostReplies) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *lostReplies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *lostReplies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err != nil || !h.take(cmd.Name()) {
+			return err
+		}
+		lost := fmt.Errorf("redistest: %s's reply lost: %w", cmd.Name(), os.ErrDeadlineExceeded)
+		cmd.SetErr(lost)
+		return lost
+	}
+}
+
+// take reports whether the reply of a command named name is to be lost.
+func (h *lostReplies) take(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.left <= 0 || (len(h.names) > 0 && !slices.Contains(h.names, name)) {
+		return false
+	}
+	h.left--
+	return true
 }

@@ -1,12 +1,33 @@
 -- The lock-free sale: check and decrement in one atomic step.
 -- KEYS[1]: the stock key.
--- Returns the stock left after the sale, -1 when sold out, -2 when the key is
--- missing. A value that is not an integer is an error (DECR refuses it).
+-- Returns the stock left after the sale (as a string: Lua's numbers are
+-- doubles, exact only up to 2^53, and a stock may be any int64), -1 when sold out, -2 when the key is
+-- missing, -3 when its value is not a stock: anything but the canonical
+-- decimal form of a 64-bit integer, exactly what Redis's DECR and the Go side
+-- (sale.ParseStock) accept. Lua's tonumber is not used: it takes " 5", "1e3"
+-- and "0x10", and it reads numbers as doubles.
 local v = redis.call('GET', KEYS[1])
 if not v then
   return -2
 end
-if tonumber(v) ~= nil and tonumber(v) <= 0 then
+local digits = v:match('^%-?([1-9]%d*)$')
+if v == '0' then
   return -1
 end
-return redis.call('DECR', KEYS[1])
+if not digits or #digits > 19 then
+  return -3
+end
+if #digits == 19 then
+  local limit = '9223372036854775807'
+  if v:sub(1, 1) == '-' then
+    limit = '9223372036854775808'
+  end
+  if digits > limit then
+    return -3
+  end
+end
+if v:sub(1, 1) == '-' then
+  return -1
+end
+redis.call('DECR', KEYS[1])
+return redis.call('GET', KEYS[1])

@@ -10,13 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
+	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/petermattis/goid"
 	"github.com/redis/go-redis/v9"
 )
@@ -75,6 +75,10 @@ var (
 	// ErrLeaseLost means the lock was known lost before the write (v8's
 	// watchdog found its lease gone), so the sale stopped: nothing was sold.
 	ErrLeaseLost = errors.New("sale: lock lost before the write, nothing sold")
+	// ErrIndeterminate means the stock's write was sent and its reply lost
+	// (a timeout, a broken connection): the unit may or may not be sold. It is
+	// the one error after which stock may have been taken.
+	ErrIndeterminate = errors.New("sale: the stock write's reply was lost: the unit may or may not be sold")
 )
 
 // Result is one sale: what remains, and its trace.
@@ -121,6 +125,10 @@ type Client interface {
 	Set(ctx context.Context, key string, value any, expiration time.Duration) *redis.StatusCmd
 }
 
+// ReleaseTimeout bounds a release: it runs even when the request is gone, so
+// it needs its own deadline.
+const ReleaseTimeout = 5 * time.Second
+
 // Service sells from one stock key.
 type Service struct {
 	rdb            Client
@@ -158,7 +166,7 @@ func New(rdb Client, opts Options) *Service {
 		key:            opts.Key,
 		work:           opts.Work,
 		acquireTimeout: opts.AcquireTimeout,
-		releaseTimeout: 5 * time.Second,
+		releaseTimeout: ReleaseTimeout,
 		observer:       opts.Observer,
 	}
 }
@@ -168,8 +176,9 @@ func (s *Service) Key() string { return s.key }
 
 // Sell sells one unit the way m says. It returns ErrSoldOut, ErrLockTimeout,
 // ErrStockMissing, ErrStockCorrupt, ErrFenced, ErrLeaseLost, a context error
-// when the caller went away, or the Redis error that stopped it; in none of
-// those cases was stock taken.
+// when the caller went away while it waited for the lock, or the Redis error
+// that stopped it; in none of those cases was stock taken. The one exception
+// is ErrIndeterminate: the write was sent and its reply lost.
 func (s *Service) Sell(ctx context.Context, m Method) (Result, error) {
 	var tr Trace
 	res, err := s.sell(ctx, m, &tr)
@@ -177,7 +186,7 @@ func (s *Service) Sell(ctx context.Context, m Method) (Result, error) {
 	return res, err
 }
 
-func (s *Service) sell(ctx context.Context, m Method, tr *Trace) (Result, error) {
+func (s *Service) sell(ctx context.Context, m Method, tr *Trace) (res Result, err error) {
 	if m.Atomic {
 		return s.sellAtomic(ctx, tr)
 	}
@@ -190,23 +199,32 @@ func (s *Service) sell(ctx context.Context, m Method, tr *Trace) (Result, error)
 		return Result{}, err
 	}
 	tr.Obtained, tr.Token = time.Now(), l.Token()
-	if s.observer != nil {
-		defer func() { s.observer.Held(m, tr.Released.Sub(tr.Obtained)) }()
-	}
+	// From here on the sale is a holder: it finishes whatever the caller
+	// does (a client gone, a replica shutting down), so that it never stops
+	// between its write and its release, and the write's outcome is known.
+	// Everything it still does is bounded: the business time, Redis's own
+	// timeouts, the release's.
+	ctx = context.WithoutCancel(ctx)
+	// Deferred, so that even a panic releases the lock (v1's mutex too).
+	defer func() {
+		relErr := s.release(ctx, l, tr)
+		if s.observer != nil {
+			s.observer.Held(m, tr.Released.Sub(tr.Obtained))
+		}
+		if err == nil {
+			res.ReleaseErr = relErr
+		} else if relErr != nil {
+			err = errors.Join(err, relErr)
+		}
+	}()
 	if m.Nested {
 		inner, err := s.acquire(ctx, m, tr.Owner)
 		if err != nil {
-			return Result{}, errors.Join(err, s.release(ctx, l, tr))
+			return Result{}, err
 		}
 		l = nested(inner, l)
 	}
-	res, err := s.readCheckWrite(ctx, l, s.fence(m, l, tr.Owner), tr)
-	relErr := s.release(ctx, l, tr)
-	if err != nil {
-		return Result{}, err
-	}
-	res.ReleaseErr = relErr
-	return res, nil
+	return s.readCheckWrite(ctx, l, s.fence(m, l, tr.Owner), tr)
 }
 
 // acquire waits for m's lock at most acquireTimeout.
@@ -322,18 +340,28 @@ func (s *Service) read(ctx context.Context, f *fencing) (int64, error) {
 func (s *Service) write(ctx context.Context, n int64, f *fencing) error {
 	if f == nil {
 		if err := s.rdb.Set(ctx, s.key, n, 0).Err(); err != nil {
-			return fmt.Errorf("sale: write stock: %w", err)
+			return writeError("sale: write stock", err)
 		}
 		return nil
 	}
 	reply, err := fencedScript.Run(ctx, s.rdb, []string{s.key, f.key}, f.token, f.owner, n).Slice()
 	if err != nil {
-		return fmt.Errorf("sale: fenced write of stock: %w", err)
+		return writeError("sale: fenced write of stock", err)
 	}
 	if reply[0] != int64(1) {
 		return fmt.Errorf("%w: write with token %d", ErrFenced, f.token)
 	}
 	return nil
+}
+
+// writeError is a failed write of the stock: ErrIndeterminate when its reply
+// was lost, so that nobody reports "nothing sold" for a write that may have
+// happened.
+func writeError(what string, err error) error {
+	if redisconn.Ambiguous(err) {
+		return fmt.Errorf("%s: %w: %w", what, ErrIndeterminate, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 //go:embed fenced.lua
@@ -353,22 +381,16 @@ func (s *Service) sellAtomic(ctx context.Context, tr *Trace) (Result, error) {
 		tr.Read, tr.Written = Step{At: now, Value: n + 1}, Step{At: now, Value: n}
 	}
 	switch {
-	case err != nil && isNotInteger(err):
-		return Result{}, fmt.Errorf("%w: %s: %w", ErrStockCorrupt, s.key, err)
 	case err != nil:
-		return Result{}, fmt.Errorf("sale: atomic decrement: %w", err)
+		return Result{}, writeError("sale: atomic decrement", err)
+	case n == -3:
+		return Result{}, fmt.Errorf("%w: %s", ErrStockCorrupt, s.key)
 	case n == -2:
 		return Result{}, fmt.Errorf("%w: %s", ErrStockMissing, s.key)
 	case n == -1:
 		return Result{}, ErrSoldOut
 	}
 	return Result{Remaining: n}, nil
-}
-
-// isNotInteger reports Redis refusing to DECR a value that is not an integer.
-func isNotInteger(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr) && strings.Contains(rerr.Error(), "not an integer")
 }
 
 // Stock reads the stock. A missing key is ErrStockMissing, never zero.
@@ -383,13 +405,22 @@ func (s *Service) Stock(ctx context.Context) (int64, error) {
 	return s.parse(v)
 }
 
-// parse reads a stock value: a whole number, or ErrStockCorrupt.
+// parse reads a stock value, or ErrStockCorrupt.
 func (s *Service) parse(v string) (int64, error) {
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
+	n, ok := ParseStock(v)
+	if !ok {
 		return 0, fmt.Errorf("%w: %s = %q", ErrStockCorrupt, s.key, v)
 	}
 	return n, nil
+}
+
+// ParseStock reads a stock value the way Redis reads an integer (DECR, and
+// decrement.lua, which must agree with it): the canonical decimal form of an
+// int64, so " 5", "+5", "05", "-0" and "1e3" are not numbers here although
+// strconv.ParseInt or Lua's tonumber take some of them.
+func ParseStock(v string) (int64, bool) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil && strconv.FormatInt(n, 10) == v
 }
 
 // SetStock sets the stock (resetting it between runs).

@@ -251,12 +251,12 @@ func releaseRace(ctx context.Context, e Env, lock string, _ int64) (string, stri
 	return KeepsSuccessor, detail, nil
 }
 
-// crashHolder: S, on replica 1, takes the lock and works for 10 x TTL; the
+// crashHolder: S, on replica 1, takes the lock and works for 4 x TTL; the
 // replica is killed. B, on replica 2, then wants the lock: with no expiry
 // (v3) nobody will ever release it and B waits until its deadline; with one,
 // B gets it once the lease runs out and sells. Replica 1 is started again.
 func crashHolder(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error) {
-	s := e.sellAt(ctx, e.Replicas[0].URL, lock, "hold="+(10*e.TTL).String())
+	s := e.sellAt(ctx, e.Replicas[0].URL, lock, "hold="+(4*e.TTL).String())
 	if err := e.waitLock(ctx, true, 5*time.Second); err != nil {
 		return "", "", fmt.Errorf("the first sale never took the lock: %w", err)
 	}

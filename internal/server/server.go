@@ -21,6 +21,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/google/uuid"
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/history"
@@ -64,22 +65,83 @@ type Config struct {
 	Metrics  http.Handler
 	// History, when set, records every sale, served by GET /history (admin).
 	History *history.Ring
+	// MaxInFlight caps the sales one replica runs at once (waiting for the
+	// lock or holding it); one more is answered 503 busy with Retry-After.
+	// 0: DefaultMaxInFlight.
+	MaxInFlight int
 }
+
+// DefaultMaxInFlight is the default cap on a replica's sales in flight:
+// above the bundled load test's concurrency (100), far below what would
+// make the waiters' polling a load of its own.
+const DefaultMaxInFlight = 256
+
+// ErrShuttingDown is the cause with which the service cancels its requests'
+// context when it stops: a sale still waiting for the lock gives up and is
+// answered 503 shutting_down; one that holds the lock finishes.
+var ErrShuttingDown = errors.New("the replica is shutting down")
 
 // Recorder counts sales by outcome: "sold", or the reply's error code.
 type Recorder interface {
 	Sale(m sale.Method, outcome string)
 }
 
-type handlers struct{ Config }
+type handlers struct {
+	Config
+	inFlight chan struct{} // a semaphore of MaxInFlight slots
+}
+
+// limit answers 503 busy, at once, to a sale beyond MaxInFlight.
+func (h *handlers) limit(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case h.inFlight <- struct{}{}:
+			defer func() { <-h.inFlight }()
+			next.ServeHTTP(w, r)
+		default:
+			writeError(w, api.CodeBusy, fmt.Sprintf("this replica already runs %d sales: retry later", cap(h.inFlight)))
+		}
+	})
+}
+
+// requestID keeps a client's X-Request-Id when it is a plain token (letters,
+// digits, ".", "_", ":", "-"; at most 128 bytes) and makes one up otherwise,
+// so that what reaches the logs and the history is never a client's free
+// text. The id is echoed in the reply.
+func requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(middleware.RequestIDHeader)
+		if !validRequestID(id) {
+			id = uuid.NewString()
+		}
+		w.Header().Set(middleware.RequestIDHeader, id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), middleware.RequestIDKey, id)))
+	})
+}
+
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		ok := 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("._:-", c) >= 0
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
 
 // New returns the service's routes.
 func New(cfg Config) http.Handler {
-	h := &handlers{cfg}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultMaxInFlight
+	}
+	h := &handlers{cfg, make(chan struct{}, cfg.MaxInFlight)}
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, middleware.Recoverer)
-	r.Get("/sale", h.sale)
-	r.Post("/sale", h.sale)
+	r.Use(requestID, middleware.Recoverer)
+	r.With(h.limit).Get("/sale", h.sale)
+	r.With(h.limit).Post("/sale", h.sale)
 	r.Get("/stock", h.stock)
 	r.With(h.admin).Put("/stock", h.setStock)
 	r.With(h.admin).Get("/history", h.history)
@@ -109,6 +171,9 @@ func (h *handlers) sale(w http.ResponseWriter, r *http.Request) {
 	defer func() { h.remember(r, m, start, res.Trace, reply.Code) }()
 	if err != nil {
 		code := codeOf(err)
+		if code == api.CodeClientGone && errors.Is(context.Cause(ctx), ErrShuttingDown) {
+			code = api.CodeShuttingDown
+		}
 		h.record(m, code)
 		reply.Error, reply.Code = err.Error(), code
 		if code == api.CodeSoldOut {
@@ -240,18 +305,18 @@ func (h *handlers) record(m sale.Method, outcome string) {
 // asked). They need -chaos and the admin token; a request without them is
 // untouched.
 func (h *handlers) faults(r *http.Request, q url.Values) (f chaos.Faults, nested bool, fence *bool, rerr *requestError) {
-	duration := func(v string) (time.Duration, bool) {
+	duration := func(v string, limit time.Duration) (time.Duration, bool) {
 		d, err := time.ParseDuration(v)
-		return d, err == nil && d > 0 && d <= maxFault
+		return d, err == nil && d > 0 && d <= limit
 	}
 	boolean := func(v string) (bool, bool) {
 		b, err := strconv.ParseBool(v)
 		return b, err == nil
 	}
 	hooks := []hook{
-		{"hold", "a duration in (0, " + maxFault.String() + "]", func(v string) (ok bool) { f.Hold, ok = duration(v); return ok }},
-		{"release_pause", "a duration in (0, " + maxFault.String() + "]", func(v string) bool {
-			d, ok := duration(v)
+		{"hold", "a duration in (0, " + MaxHold.String() + "]", func(v string) (ok bool) { f.Hold, ok = duration(v, MaxHold); return ok }},
+		{"release_pause", "a duration in (0, " + maxPause.String() + "]", func(v string) bool {
+			d, ok := duration(v, maxPause)
 			f.BeforeDelete = chaos.Sleep(d)
 			return ok
 		}},
@@ -298,8 +363,15 @@ type requestError struct {
 	code, msg string
 }
 
-// maxFault bounds a fault hook's duration, so no request can hang a replica.
-const maxFault = 5 * time.Minute
+// The fault hooks' longest durations. A hold is a holder's business time,
+// which a replica stopping lets finish: MaxHold is part of its grace period.
+// A release pause must end before the release's own timeout
+// (sale.ReleaseTimeout), or it would be that timeout, not the pause, that the
+// scenario shows.
+const (
+	MaxHold  = 5 * time.Second
+	maxPause = sale.ReleaseTimeout - time.Second
+)
 
 // codes maps each error of the sale to its code (api.Status gives the HTTP
 // status); any other error is Redis or the network failing: unavailable.
@@ -313,6 +385,8 @@ var codes = []struct {
 	{sale.ErrFenced, api.CodeFenced},
 	{sale.ErrLeaseLost, api.CodeLeaseLost},
 	{sale.ErrStockCorrupt, api.CodeStockCorrupt},
+	{sale.ErrIndeterminate, api.CodeIndeterminate},
+	{ErrShuttingDown, api.CodeShuttingDown},
 	{context.Canceled, api.CodeClientGone},
 }
 
@@ -336,29 +410,45 @@ func (h *handlers) stock(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) setStock(w http.ResponseWriter, r *http.Request) {
-	var body api.SetStock
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<10))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&body)
-	if err == nil && dec.Decode(&struct{}{}) != io.EOF {
-		err = errors.New("trailing data after the JSON object")
-	}
-	switch {
-	case err != nil:
+	n, err := parseSetStock(http.MaxBytesReader(w, r.Body, 1<<10))
+	if err != nil {
 		writeError(w, api.CodeBadRequest, `want {"stock": N} with N a whole number >= 0: `+err.Error())
 		return
-	case body.Stock == nil:
-		writeError(w, api.CodeBadRequest, `want {"stock": N}: "stock" is missing`)
-		return
-	case *body.Stock < 0:
-		writeError(w, api.CodeBadRequest, fmt.Sprintf("stock must be >= 0, got %d", *body.Stock))
-		return
 	}
-	if err := h.Seller.SetStock(r.Context(), *body.Stock); err != nil {
+	if err := h.Seller.SetStock(r.Context(), n); err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.Stock{Key: h.Seller.Key(), Stock: *body.Stock})
+	writeJSON(w, http.StatusOK, api.Stock{Key: h.Seller.Key(), Stock: n})
+}
+
+// parseSetStock reads PUT /stock's body, api.SetStock, strictly: one JSON
+// object whose only key is exactly "stock" (encoding/json would also take
+// "STOCK"), an integer literal (not 1e3, not 5.0), nothing after it.
+func parseSetStock(body io.Reader) (int64, error) {
+	var fields map[string]json.RawMessage
+	dec := json.NewDecoder(body)
+	if err := dec.Decode(&fields); err != nil {
+		return 0, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return 0, errors.New("trailing data after the JSON object")
+	}
+	raw, ok := fields["stock"]
+	switch {
+	case !ok:
+		return 0, errors.New(`"stock" is missing`)
+	case len(fields) != 1:
+		return 0, errors.New(`unknown fields: want only "stock"`)
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	switch {
+	case err != nil:
+		return 0, fmt.Errorf("stock %s: not a whole number", raw)
+	case n < 0:
+		return 0, fmt.Errorf("stock must be >= 0, got %d", n)
+	}
+	return n, nil
 }
 
 // admin requires the admin token as a bearer token, when one is configured.

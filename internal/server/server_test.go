@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -27,6 +28,7 @@ type stack struct {
 	nodes [3]*redistest.Server
 	rdb   *redis.Client
 	url   string
+	h     http.Handler
 }
 
 type options struct {
@@ -34,9 +36,11 @@ type options struct {
 	override       bool
 	chaos          bool
 	acquireTimeout time.Duration
+	maxInFlight    int
+	base           context.Context // every request's context (default: background)
 }
 
-func newStack(t *testing.T, o options) *stack {
+func newStack(t testing.TB, o options) *stack {
 	t.Helper()
 	s := &stack{nodes: [3]*redistest.Server{redistest.Start(t), redistest.Start(t), redistest.Start(t)}}
 	s.rdb = s.nodes[0].Client()
@@ -60,8 +64,14 @@ func newStack(t *testing.T, o options) *stack {
 	h := server.New(server.Config{Seller: svc, Versions: all, Default: variants[0], Names: versions.Names(), Lock: o.lock, LockKey: api.DefaultLockKey,
 		Override: o.override, Replica: "test-1", AdminToken: o.token, Chaos: o.chaos, Log: log,
 		Settings: map[string]string{"lock": o.lock, "work": "1ms"},
-		Ready:    func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }, History: history.NewRing(100)})
-	ts := httptest.NewServer(h)
+		Ready:    func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }, History: history.NewRing(100),
+		MaxInFlight: o.maxInFlight})
+	s.h = h
+	ts := httptest.NewUnstartedServer(h)
+	if o.base != nil {
+		ts.Config.BaseContext = func(net.Listener) context.Context { return o.base }
+	}
+	ts.Start()
 	t.Cleanup(ts.Close)
 	s.url = ts.URL
 	return s

@@ -19,6 +19,7 @@ import (
 
 	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
+	"github.com/locklab/locklab/internal/locks/abandon"
 	"github.com/locklab/locklab/internal/locks/fence"
 	"github.com/redis/go-redis/v9"
 )
@@ -65,7 +66,7 @@ func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, err
 	ok, token, err := fence.SetNX(ctx, l.rdb, l.opts.Key, owner, l.opts.TTL, l.opts.Fence)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("setnx: acquire %s: %w", l.opts.Key, err)
+		return nil, fmt.Errorf("setnx: acquire %s: %w", l.opts.Key, abandon.After(ctx, l.rdb, l.opts.Key, owner, err))
 	case !ok:
 		return nil, lease.ErrTaken
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/lease"
+	"github.com/locklab/locklab/internal/locks/abandon"
 	"github.com/locklab/locklab/internal/locks/fence"
 	"github.com/redis/go-redis/v9"
 )
@@ -70,7 +71,7 @@ func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, err
 		owner, l.opts.TTL.Milliseconds(), flag).Int64()
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("reentrant: acquire %s: %w", l.opts.Key, err)
+		return nil, fmt.Errorf("reentrant: acquire %s: %w", l.opts.Key, abandon.After(ctx, l.rdb, l.opts.Key, owner, err))
 	case n == 0:
 		return nil, lease.ErrTaken
 	}
