@@ -13,7 +13,7 @@ CLUSTER := $(GO) run ./cmd/cluster
 URL := http://localhost:$(PORT)
 REPORT := $(CURDIR)/report.html
 
-.PHONY: fuzz stress bench bench-readme bench-guards scenarios scenarios-readme test test-e2e e2e-compose images-offline vet build check-redis up down status demo bench-loadtest clean
+.PHONY: fuzz stress test-busy bench bench-readme bench-guards scenarios scenarios-readme test test-e2e e2e-compose images-offline vet build check-redis up down status demo bench-loadtest clean
 
 test: check-redis vet
 	$(GO) test -race ./...
@@ -33,7 +33,7 @@ fuzz: check-redis
 	  echo "fuzz: $${f#*:} ($${f%%:*}, $(FUZZTIME))"; \
 	  $(GO) test -run '^$$' -fuzz "^$${f#*:}$$" -fuzztime $(FUZZTIME) "$${f%%:*}" >$$log 2>&1 || \
 	    { grep -v '^redis:' $$log | tail -30; exit 1; }; \
-	  grep -o 'execs: [0-9]* ([0-9]*/sec)' $$log | tail -1; \
+	  grep -o 'execs: [0-9]*' $$log | tail -1 | sed 's/execs: /  inputs run: /'; \
 	done
 
 # The timing-sensitive packages 20 times over with the race detector while
@@ -41,8 +41,21 @@ fuzz: check-redis
 STRESS_PKGS := ./internal/locks/... ./internal/sale ./internal/server ./internal/history ./internal/checker ./cmd/inventory
 stress: check-redis
 	@spin=""; for _ in $$(seq $$(nproc)); do (while :; do :; done) & spin="$$spin $$!"; done; \
-	status=0; $(GO) test -race -count=20 $(STRESS_PKGS) || status=$$?; \
-	kill $$spin; exit $$status
+	trap 'kill $$spin 2>/dev/null' EXIT; \
+	$(GO) test -race -count=20 $(STRESS_PKGS)
+
+# make test RUNS times in a row (no cached results) with every core kept
+# busy by spinners: it must pass every time.
+RUNS ?= 10
+test-busy: check-redis
+	@spin=""; for _ in $$(seq $$(nproc)); do (while :; do :; done) & spin="$$spin $$!"; done; \
+	log=$$(mktemp); trap 'kill $$spin 2>/dev/null; rm -f $$log' EXIT; \
+	for i in $$(seq $(RUNS)); do \
+	  start=$$(date +%s); \
+	  GOFLAGS=-count=1 $(MAKE) --no-print-directory test >$$log 2>&1 || \
+	    { grep -v '^redis:' $$log | grep -v '^ok' | tail -40; echo "test-busy: run $$i of $(RUNS) FAILED"; exit 1; }; \
+	  echo "test-busy: run $$i of $(RUNS) passed in $$(( $$(date +%s) - start ))s"; \
+	done
 
 vet:
 	$(GO) vet ./...

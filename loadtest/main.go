@@ -44,7 +44,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs := cli.FlagSet("loadtest", "Usage: go run ./loadtest [flags]\n\nCompares lock versions by remaining stock through a running cluster (make up).", stderr)
 	fs.StringVar(&o.cfg.URL, "url", "http://localhost/sale", "the service's /sale endpoint (through nginx)")
 	fs.IntVar(&o.cfg.Requests, "n", 1000, "requests per version")
-	fs.IntVar(&o.cfg.Concurrency, "c", 100, "concurrent requests")
+	fs.IntVar(&o.cfg.Concurrency, "c", 100, "concurrent requests (with -rate: the most in flight)")
+	fs.Float64Var(&o.cfg.Rate, "rate", 0, "requests per second on a fixed schedule (an open model: latency counted from each request's due time, so a stall is not hidden); 0: a closed loop of -c workers")
 	fs.Int64Var(&o.cfg.Stock, "stock", 100, "stock set before each version (fewer units than requests, so every extra sale shows)")
 	fs.StringVar(&o.lockList, "lock", "all", "versions to compare: one, a comma list, or all ("+strings.Join(versions.Names(), " ")+")")
 	fs.StringVar(&o.cfg.Wait, "wait", "", "how the locks wait, per request (?wait=): poll or notify; empty: as the replicas' -wait says")
@@ -63,8 +64,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if err := cli.Parse(fs, args, 0); err != nil {
 		return o, err
 	}
-	if o.cfg.Requests < 1 || o.cfg.Concurrency < 1 || o.cfg.Stock < 0 {
-		return o, cli.UsageError(stderr, "loadtest", "-n and -c must be >= 1 and -stock >= 0")
+	if o.cfg.Requests < 1 || o.cfg.Concurrency < 1 || o.cfg.Stock < 0 || o.cfg.Rate < 0 {
+		return o, cli.UsageError(stderr, "loadtest", "-n and -c must be >= 1, -stock and -rate >= 0")
 	}
 	if o.cfg.Wait != "" && !slices.Contains(versions.Waits, o.cfg.Wait) {
 		return o, cli.UsageError(stderr, "loadtest", "-wait %q: want one of %s", o.cfg.Wait, strings.Join(versions.Waits, " "))

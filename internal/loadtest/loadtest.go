@@ -40,6 +40,14 @@ type Config struct {
 	// Duration, when set, stops sending new requests after it: Requests is
 	// then an upper bound (the bench runs every version for the same time).
 	Duration time.Duration
+	// Rate, when set, makes it an open model: request i is due at start +
+	// i/Rate, whatever the replies do, with at most Concurrency in flight
+	// (a due request waits for a free one, and that wait counts). Each
+	// latency runs from the request's due time, so a stall shows in every
+	// request it delayed, not only in the one it held (coordinated
+	// omission). 0: a closed loop, each worker sending as soon as its last
+	// reply came.
+	Rate float64
 	// Plain fires the requests at URL as it is, with no stock handling and no
 	// ?lock=: for measuring the load test itself against wrk.
 	Plain bool
@@ -53,12 +61,13 @@ type Config struct {
 
 // Result is what one version did.
 type Result struct {
-	Lock        string `json:"lock"`
-	Wait        string `json:"wait,omitempty"`
-	Requests    int    `json:"requests"`
-	Concurrency int    `json:"concurrency"`
-	Sold        int    `json:"sold"`     // 200 replies
-	SoldOut     int    `json:"sold_out"` // 409 replies
+	Lock        string  `json:"lock"`
+	Wait        string  `json:"wait,omitempty"`
+	Requests    int     `json:"requests"`
+	Concurrency int     `json:"concurrency"`
+	Rate        float64 `json:"rate,omitempty"` // offered requests/s (Config.Rate); 0: closed loop
+	Sold        int     `json:"sold"`           // 200 replies
+	SoldOut     int     `json:"sold_out"`       // 409 replies
 	// Fenced counts 412 replies: stale writes the stock refused because a
 	// newer lock holder had written (the service's -fence).
 	Fenced int `json:"fenced"`
@@ -107,10 +116,10 @@ type Latency struct {
 // the stock, fire the requests, read the stock back, and (unless NoCheck)
 // read the replicas' history of the run and check the evidence.
 func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
-	if cfg.Requests < 1 || cfg.Concurrency < 1 {
-		return Result{}, errors.New("loadtest: requests and concurrency must be >= 1")
+	if cfg.Requests < 1 || cfg.Concurrency < 1 || cfg.Rate < 0 {
+		return Result{}, errors.New("loadtest: requests and concurrency must be >= 1, the rate >= 0")
 	}
-	res := Result{Lock: lock, Wait: cfg.Wait, Concurrency: cfg.Concurrency, FailedBy: map[string]int{}, Replicas: map[string]int{}}
+	res := Result{Lock: lock, Wait: cfg.Wait, Concurrency: cfg.Concurrency, Rate: cfg.Rate, FailedBy: map[string]int{}, Replicas: map[string]int{}}
 	target, stockURL := cfg.URL, ""
 	if !cfg.Plain {
 		var err error
@@ -189,12 +198,12 @@ func (cfg Config) histories(ctx context.Context, replicas map[string]int, since 
 }
 
 // fireAll sends up to cfg.Requests requests to target over cfg.Concurrency
-// workers (for at most cfg.Duration when set), each with its own request id
-// (run-N), tallies the replies into res, records each request in res.Ops,
-// and returns the latencies and the time it took.
+// workers (for at most cfg.Duration when set; on cfg.Rate's schedule when
+// set), each with its own request id (run-N), tallies the replies into res,
+// records each request in res.Ops, and returns the latencies and the time
+// it took.
 func (cfg Config) fireAll(ctx context.Context, target, run string, res *Result) (*hdrhistogram.Histogram, time.Duration) {
 	var (
-		next    atomic.Int64
 		stopped atomic.Bool
 		mu      sync.Mutex
 		wg      sync.WaitGroup
@@ -205,13 +214,19 @@ func (cfg Config) fireAll(ctx context.Context, target, run string, res *Result) 
 		t := time.AfterFunc(cfg.Duration, func() { stopped.Store(true) })
 		defer t.Stop()
 	}
+	next := cfg.closedLoop(ctx, &stopped)
+	if cfg.Rate > 0 {
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel() // the schedule stops with the run
+		next = cfg.schedule(sctx, started, &stopped)
+	}
 	for range cfg.Concurrency {
 		wg.Go(func() {
 			local := newHistogram()
 			tally := Result{FailedBy: map[string]int{}, Replicas: map[string]int{}}
-			for n := next.Add(1); !stopped.Load() && n <= int64(cfg.Requests) && ctx.Err() == nil; n = next.Add(1) {
+			for n, due, ok := next(); ok; n, due, ok = next() {
 				op := cfg.fire(target, run+"-"+strconv.FormatInt(n, 10), &tally)
-				_ = local.RecordValue(max(1, op.Return.Sub(op.Invoke).Microseconds()))
+				_ = local.RecordValue(max(1, op.Return.Sub(due).Microseconds()))
 				if !cfg.Plain && !cfg.NoCheck {
 					tally.Ops = append(tally.Ops, op)
 				}
@@ -227,6 +242,49 @@ func (cfg Config) fireAll(ctx context.Context, target, run string, res *Result) 
 	}
 	wg.Wait()
 	return hist, time.Since(started)
+}
+
+// closedLoop hands out request numbers 1..Requests, each due when taken.
+func (cfg Config) closedLoop(ctx context.Context, stopped *atomic.Bool) func() (int64, time.Time, bool) {
+	var counter atomic.Int64
+	return func() (int64, time.Time, bool) {
+		n := counter.Add(1)
+		return n, time.Now(), n <= int64(cfg.Requests) && !stopped.Load() && ctx.Err() == nil
+	}
+}
+
+// schedule hands out request numbers with their due times, start + (n-1) /
+// Rate, each once it is due: a worker that takes one late (all were busy)
+// still measures from its due time.
+func (cfg Config) schedule(ctx context.Context, start time.Time, stopped *atomic.Bool) func() (int64, time.Time, bool) {
+	type slot struct {
+		n   int64
+		due time.Time
+	}
+	slots := make(chan slot)
+	go func() {
+		defer close(slots)
+		timer := time.NewTimer(0)
+		defer timer.Stop()
+		for n := int64(1); n <= int64(cfg.Requests) && !stopped.Load(); n++ {
+			due := start.Add(time.Duration(float64(n-1) / cfg.Rate * float64(time.Second)))
+			timer.Reset(time.Until(due))
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case slots <- slot{n, due}:
+			}
+		}
+	}()
+	return func() (int64, time.Time, bool) {
+		s, ok := <-slots
+		return s.n, s.due, ok
+	}
 }
 
 func newHistogram() *hdrhistogram.Histogram {

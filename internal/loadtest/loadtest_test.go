@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -159,5 +160,44 @@ func TestPlainRunCountsEvery200(t *testing.T) {
 	}
 	if r.Sold != 50 || r.NotServed() != 0 || r.Requests != 50 {
 		t.Fatalf("served %d, not served %d of %d; want all 50 served", r.Sold, r.NotServed(), r.Requests)
+	}
+}
+
+// With -rate the load test is an open model: requests start on schedule
+// whatever the replies do, and a stall counts in every request it delayed.
+// Here one worker meets a server whose first reply takes 300 ms: in a closed
+// loop only that request would be slow; on a 100/s schedule the ones due
+// meanwhile are late too, and their latency says so.
+func TestRateMeasuresFromTheSchedule(t *testing.T) {
+	var first atomic.Bool
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if first.CompareAndSwap(false, true) {
+			time.Sleep(300 * time.Millisecond) // the stall the test is about, not a wait for state
+		}
+	}))
+	defer ts.Close()
+	cfg := loadtest.Config{URL: ts.URL, Plain: true, Requests: 20, Concurrency: 1, Client: loadtest.NewClient(1)}
+	closed, err := loadtest.Run(context.Background(), cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Store(false)
+	cfg.Rate = 100
+	open, err := loadtest.Run(context.Background(), cfg, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("closed loop p50 %.1f ms, open (100/s) p50 %.1f ms over %.2f s", closed.Latency.P50, open.Latency.P50, open.Seconds)
+	switch {
+	case open.Sold != 20 || open.Rate != 100:
+		t.Fatalf("open run: served %d, rate %v", open.Sold, open.Rate)
+	case open.Seconds < 0.19:
+		t.Fatalf("20 requests at 100/s took %.3f s: the schedule was not kept", open.Seconds)
+	case open.Latency.P50 < 100:
+		// Requests 2-20 were due every 10 ms during the 300 ms stall: at
+		// least half of them waited over 100 ms past their due time.
+		t.Fatalf("open p50 %.1f ms: the stall is hidden (coordinated omission)", open.Latency.P50)
+	case closed.Latency.P50 >= 100:
+		t.Fatalf("closed-loop p50 %.1f ms: only one request should have been slow", closed.Latency.P50)
 	}
 }

@@ -155,8 +155,11 @@ func (l *Locker) run(ctx context.Context, owner string, d *dog) {
 	}
 }
 
+// lose reports the lease lost: counted and logged first, then Lost closed,
+// so that whoever sees Lost closed also sees the count (make stress caught a
+// reader in between).
 func (l *Locker) lose(owner string, d *dog, why string, err error) {
-	close(d.lost)
 	l.obs.LeaseLost()
 	l.log.Warn("watchdog lost the lease: "+why, "key", l.inner.Key(), "owner", owner, "err", err)
+	close(d.lost)
 }
