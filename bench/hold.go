@@ -41,12 +41,20 @@ func (h *holdMeter) Held(_ sale.Method, d time.Duration) {
 	h.count++
 }
 
-// replicaHolds sums locklab_lock_hold_seconds for lock and wait over the
-// replicas, read from each one's own /metrics.
-func replicaHolds(ctx context.Context, client *http.Client, reps []cluster.Proc, lock, wait string) (holds, error) {
+// The replicas' histograms the bench reads: time held per hold, and
+// attempts per acquisition.
+const (
+	holdMetric     = "locklab_lock_hold_seconds"
+	attemptsMetric = "locklab_lock_acquire_attempts"
+)
+
+// replicaHolds sums the histogram metric (holdMetric, attemptsMetric) for
+// lock and wait over the replicas, read from each one's own /metrics: its
+// sum in seconds (or attempts), and its count.
+func replicaHolds(ctx context.Context, client *http.Client, reps []cluster.Proc, metric, lock, wait string) (holds, error) {
 	var sum holds
 	for _, r := range reps {
-		h, err := scrapeHolds(ctx, client, "http://"+r.Addr+"/metrics", lock, wait)
+		h, err := scrapeHolds(ctx, client, "http://"+r.Addr+"/metrics", metric, lock, wait)
 		if err != nil {
 			return holds{}, err
 		}
@@ -55,26 +63,13 @@ func replicaHolds(ctx context.Context, client *http.Client, reps []cluster.Proc,
 	return sum, nil
 }
 
-func scrapeHolds(ctx context.Context, client *http.Client, url, lock, wait string) (holds, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+func scrapeHolds(ctx context.Context, client *http.Client, url, metric, lock, wait string) (holds, error) {
+	families, err := scrape(ctx, client, url)
 	if err != nil {
 		return holds{}, err
 	}
-	res, err := client.Do(req)
-	if err != nil {
-		return holds{}, fmt.Errorf("replica metrics: %w", err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return holds{}, fmt.Errorf("replica metrics: GET %s: %s", url, res.Status)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(res.Body)
-	if err != nil {
-		return holds{}, fmt.Errorf("replica metrics %s: %w", url, err)
-	}
 	var h holds
-	if mf := families["locklab_lock_hold_seconds"]; mf != nil {
+	if mf := families[metric]; mf != nil {
 		for _, m := range mf.GetMetric() {
 			if label(m, "lock") == lock && label(m, "wait") == wait {
 				h.seconds += m.GetHistogram().GetSampleSum()
@@ -83,6 +78,48 @@ func scrapeHolds(ctx context.Context, client *http.Client, url, lock, wait strin
 		}
 	}
 	return h, nil
+}
+
+// roundTripsMetric counts the commands a replica sent to Redis.
+const roundTripsMetric = "locklab_redis_round_trips_total"
+
+// replicaCounter sums a counter, every label, over the replicas.
+func replicaCounter(ctx context.Context, client *http.Client, reps []cluster.Proc, metric string) (float64, error) {
+	var sum float64
+	for _, r := range reps {
+		families, err := scrape(ctx, client, "http://"+r.Addr+"/metrics")
+		if err != nil {
+			return 0, err
+		}
+		if mf := families[metric]; mf != nil {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum, nil
+}
+
+// scrape reads one replica's /metrics.
+func scrape(ctx context.Context, client *http.Client, url string) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("replica metrics: %w", err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("replica metrics: GET %s: %s", url, res.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(res.Body)
+	if err != nil {
+		return nil, fmt.Errorf("replica metrics %s: %w", url, err)
+	}
+	return families, nil
 }
 
 func label(m *dto.Metric, name string) string {

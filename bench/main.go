@@ -40,6 +40,7 @@ type options struct {
 	duration    time.Duration
 	ceilingTime time.Duration
 	concurrency int
+	rounds      int
 	jsonOut     string
 	readme      string
 }
@@ -48,16 +49,17 @@ func parse(args []string, stderr io.Writer) (o options, err error) {
 	fs := cli.FlagSet("bench", "Usage: go run ./bench [flags]\n\nMeasures every version against the machine's ceilings on a running local cluster started with -work 0 (make bench does it all).", stderr)
 	fs.StringVar(&o.url, "url", "http://localhost/sale", "the cluster's /sale endpoint, through nginx")
 	fs.StringVar(&o.runDir, "run-dir", ".run", "the local cluster's run directory: its state file names the Redis nodes (the serial ceilings use keys bench:* there) and the replicas (their memory and /metrics)")
-	fs.DurationVar(&o.duration, "duration", 5*time.Second, "how long each version runs through nginx")
+	fs.DurationVar(&o.duration, "duration", 3*time.Second, "how long each round of a version runs through nginx")
 	fs.DurationVar(&o.ceilingTime, "ceiling-duration", 1600*time.Millisecond, "per row, how long its own ceiling and the serial ceiling each run in all: half in slices just before its run through nginx, half just after")
 	fs.IntVar(&o.concurrency, "c", 64, "concurrent requests through nginx")
+	fs.IntVar(&o.rounds, "rounds", 3, "runs through nginx per row, each between two sets of ceiling slices; a ratio is the median of the rounds'")
 	fs.StringVar(&o.jsonOut, "json", "bench.json", "write the results here as JSON (empty: do not)")
 	fs.StringVar(&o.readme, "readme", "", "also write the table into this Markdown file, between its bench markers")
 	if err := cli.Parse(fs, args, 0); err != nil {
 		return o, err
 	}
-	if o.duration <= 0 || o.ceilingTime <= 0 || o.concurrency < 1 {
-		return o, cli.UsageError(stderr, "bench", "-duration and -ceiling-duration must be > 0, -c >= 1")
+	if o.duration <= 0 || o.ceilingTime <= 0 || o.concurrency < 1 || o.rounds < 1 {
+		return o, cli.UsageError(stderr, "bench", "-duration and -ceiling-duration must be > 0, -c and -rounds >= 1")
 	}
 	return o, nil
 }

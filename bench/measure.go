@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/locklab/locklab/internal/cluster"
@@ -47,7 +49,7 @@ type Row struct {
 	Own         float64 `json:"own_ceiling_per_sec"`
 	Serial      float64 `json:"serial_ceiling_per_sec"`
 	OwnVsSerial float64 `json:"own_vs_serial"`
-	// Through nginx, -c concurrent sales.
+	// Through nginx, -c concurrent sales: the medians of the rounds.
 	Sales  float64 `json:"sales_per_sec"`
 	P50    float64 `json:"p50_ms"`
 	P99    float64 `json:"p99_ms"`
@@ -64,8 +66,25 @@ type Row struct {
 	Handover float64 `json:"handover_us,omitempty"`
 	// Ratio is Sales over Own (over the nginx ceiling for atomic, which has
 	// no lock to serialise on).
-	Ratio   float64 `json:"ratio"`
-	RatioOf string  `json:"ratio_of"`
+	// Ratio is the median of Rounds, each round's run over its ceiling
+	// (own, or nginx's for atomic) measured just before and just after it;
+	// RatioMin and RatioMax are their spread.
+	Ratio    float64   `json:"ratio"`
+	RatioOf  string    `json:"ratio_of"`
+	Rounds   []float64 `json:"ratio_rounds"`
+	RatioMin float64   `json:"ratio_min"`
+	RatioMax float64   `json:"ratio_max"`
+	// CommandsPerSale is the Redis commands every node the bench uses ran
+	// during the run through nginx (INFO commandstats, before and after),
+	// per sale; AttemptsPerSale the lock attempts per acquisition (the
+	// replicas' locklab_lock_acquire_attempts). Neither depends on how busy
+	// the machine is: they compare across machines and runs.
+	CommandsPerSale float64 `json:"commands_per_sale"`
+	AttemptsPerSale float64 `json:"attempts_per_sale,omitempty"`
+	// RoundTripsPerSale counts what the replicas sent instead (their
+	// locklab_redis_round_trips_total): a script is one round trip, where
+	// CommandsPerSale also counts every command it ran inside Redis.
+	RoundTripsPerSale float64 `json:"round_trips_per_sale"`
 }
 
 // DefaultRun is one version under the default load test.
@@ -112,6 +131,8 @@ type bench struct {
 	sellers  []func() (float64, error)
 	defaults []Row // the default load test's runs
 	serials  []float64
+	// nginxRounds are the nginx ceilings measured around atomic's runs.
+	nginxRounds []float64
 }
 
 func measure(ctx context.Context, o options, stderr io.Writer) (*Report, error) {
@@ -203,95 +224,156 @@ func (b *bench) plan(ctx context.Context, deps versions.Deps) {
 	}
 }
 
-// row measures rep.Rows[i]: its ceilings, its run through nginx, its ceilings
-// again. The ceilings are slices taken right before and right after the run
-// (serial and own taking turns), and the row keeps their medians, so a ratio
-// compares the run with the machine as it was at that moment: this machine
-// is shared, and a Redis round trip swings 30-130 us from one minute to the
-// next. atomic's reference, the nginx ceiling, is measured around it the
-// same way.
+// row measures rep.Rows[i] in rounds: its ceilings, a run through nginx,
+// its ceilings again, a run, ... (-rounds runs), so that each run sits between
+// two measurements of the machine as it was around it: this machine is
+// shared, and a Redis round trip swings 30-130 us from one minute to the
+// next. Each round's ratio is its run over the median of the ceiling slices
+// just before and just after it; the row's ratio is the median of the
+// rounds', printed with their spread. atomic's reference, the nginx ceiling,
+// is measured around each of its runs the same way. The Redis commands and
+// lock attempts per sale are totals over every round.
 func (b *bench) row(ctx context.Context, i int) error {
 	r := &b.rep.Rows[i]
 	var own, serial []float64
 	b.meter.holds = holds{}
-	if err := b.ceilings(ctx, i, &own, &serial); err != nil {
-		return err
-	}
-	held, err := replicaHolds(ctx, b.metrics, b.reps, r.Lock, r.Wait)
+	before, err := b.ceilings(ctx, i, &own, &serial)
 	if err != nil {
 		return err
 	}
-	res, err := b.throughNginx(ctx, *r)
+	start, err := b.counts(ctx, *r)
 	if err != nil {
 		return err
 	}
-	after, err := replicaHolds(ctx, b.metrics, b.reps, r.Lock, r.Wait)
+	var sales, p50s, p99s []float64
+	sold := 0
+	for round := range b.o.rounds {
+		res, reference, err := b.throughNginx(ctx, *r)
+		if err != nil {
+			return err
+		}
+		after, err := b.ceilings(ctx, i, &own, &serial)
+		if err != nil {
+			return err
+		}
+		if r.Lock != "atomic" {
+			reference = median(append(before, after...))
+		}
+		before = after
+		sales, p50s, p99s = append(sales, res.SalesPerSec), append(p50s, res.Latency.P50), append(p99s, res.Latency.P99)
+		r.Rounds = append(r.Rounds, res.SalesPerSec/reference)
+		sold, r.Failed = sold+res.Sold, r.Failed+res.NotServed()
+		b.say("%s %s round %d: %.0f sales/s through nginx, %.2f x its %s ceiling (%.0f)", r.Lock, r.Wait, round+1, res.SalesPerSec,
+			res.SalesPerSec/reference, refName(r.Lock), reference)
+	}
+	end, err := b.counts(ctx, *r)
 	if err != nil {
 		return err
 	}
-	if err := b.ceilings(ctx, i, &own, &serial); err != nil {
-		return err
+	if sold > 0 {
+		r.CommandsPerSale = float64(end.commands-start.commands) / float64(sold)
+		r.RoundTripsPerSale = (end.trips - start.trips) / float64(sold)
 	}
-	r.HoldOwn, r.HoldNginx = b.meter.mean(), after.minus(held).mean()
+	if t := end.tried.minus(start.tried); t.count > 0 {
+		r.AttemptsPerSale = t.seconds / float64(t.count)
+	}
+	r.HoldOwn, r.HoldNginx = b.meter.mean(), end.held.minus(start.held).mean()
 	r.Own, r.Serial = median(own), median(serial)
 	r.OwnVsSerial = r.Own / r.Serial
 	b.serials = append(b.serials, serial...)
-	r.Sales, r.P50, r.P99, r.Failed = res.SalesPerSec, res.Latency.P50, res.Latency.P99, res.NotServed()
+	r.Sales, r.P50, r.P99 = median(sales), median(p50s), median(p99s)
 	if r.HoldNginx > 0 && r.Sales > 0 {
 		r.Handover = 1e6/r.Sales - r.HoldNginx
 	}
-	r.Ratio, r.RatioOf = r.Sales/r.Own, "own"
-	if r.Lock == "atomic" {
-		r.Ratio, r.RatioOf = r.Sales/b.rep.Nginx, "nginx"
-	}
-	b.say("%s %s: own ceiling %.0f sales/s (%.2f x serial %.0f); through nginx %.0f sales/s, p99 %.1f ms: %.2f x %s ceiling; lock held %.0f us serially, %.0f us through nginx, handed over in %.0f us",
-		r.Lock, r.Wait, r.Own, r.OwnVsSerial, r.Serial, r.Sales, r.P99, r.Ratio, r.RatioOf, r.HoldOwn, r.HoldNginx, r.Handover)
+	r.Ratio, r.RatioOf = median(slices.Clone(r.Rounds)), refName(r.Lock)
+	r.RatioMin, r.RatioMax = slices.Min(r.Rounds), slices.Max(r.Rounds)
+	b.say("%s %s: own ceiling %.0f sales/s (%.2f x serial %.0f); through nginx %.0f sales/s, p99 %.1f ms: %.2f x %s ceiling (rounds %.2f-%.2f); lock held %.0f us serially, %.0f us through nginx, handed over in %.0f us; per sale %.1f round trips to Redis, %.1f commands run in it, %.1f lock attempts",
+		r.Lock, r.Wait, r.Own, r.OwnVsSerial, r.Serial, r.Sales, r.P99, r.Ratio, r.RatioOf, r.RatioMin, r.RatioMax, r.HoldOwn, r.HoldNginx, r.Handover,
+		r.RoundTripsPerSale, r.CommandsPerSale, r.AttemptsPerSale)
 	return nil
 }
 
+// counters are what the replicas and the Redis nodes have counted so far
+// for one row: read before and after its runs, the difference is theirs.
+type counters struct {
+	held, tried holds // lock hold time, and lock attempts, per acquisition
+	commands    int64 // commands run in Redis, every node
+	trips       float64
+}
+
+func (b *bench) counts(ctx context.Context, r Row) (counters, error) {
+	var c counters
+	var err error
+	if c.held, err = replicaHolds(ctx, b.metrics, b.reps, holdMetric, r.Lock, r.Wait); err != nil {
+		return c, err
+	}
+	if c.tried, err = replicaHolds(ctx, b.metrics, b.reps, attemptsMetric, r.Lock, r.Wait); err != nil {
+		return c, err
+	}
+	if c.commands, err = commands(ctx, b.nodes); err != nil {
+		return c, err
+	}
+	c.trips, err = replicaCounter(ctx, b.metrics, b.reps, roundTripsMetric)
+	return c, err
+}
+
+// refName is the ceiling a row's ratio is taken against: its own, but for
+// atomic, which has no lock to serialise on, nginx's.
+func refName(lock string) string {
+	if lock == "atomic" {
+		return "nginx"
+	}
+	return "own"
+}
+
 // ceilings takes bracket slices of the serial ceiling and of row i's own,
-// taking turns.
-func (b *bench) ceilings(ctx context.Context, i int, own, serial *[]float64) error {
+// taking turns, appends them to serial and own, and returns this set's own
+// slices.
+func (b *bench) ceilings(ctx context.Context, i int, own, serial *[]float64) ([]float64, error) {
 	slice := b.o.ceilingTime / (2 * bracket)
+	var set []float64
 	for range bracket {
 		s, err := serialCeiling(ctx, b.rdb, slice)
 		if err != nil {
-			return fmt.Errorf("serial ceiling: %w", err)
+			return nil, fmt.Errorf("serial ceiling: %w", err)
 		}
 		c, err := b.sellers[i]()
 		if err != nil {
-			return fmt.Errorf("%s %s ceiling: %w", b.rep.Rows[i].Lock, b.rep.Rows[i].Wait, err)
+			return nil, fmt.Errorf("%s %s ceiling: %w", b.rep.Rows[i].Lock, b.rep.Rows[i].Wait, err)
 		}
-		*serial, *own = append(*serial, s), append(*own, c)
+		*serial, *own, set = append(*serial, s), append(*own, c), append(set, c)
 	}
-	return nil
+	return set, nil
 }
 
 // throughNginx runs r's version through nginx for the bench's duration, with
 // stock that never runs out; around atomic's run it also measures the nginx
-// ceiling (half before, half after).
-func (b *bench) throughNginx(ctx context.Context, r Row) (loadtest.Result, error) {
+// ceiling (half before, half after) and returns it (0 for the others).
+func (b *bench) throughNginx(ctx context.Context, r Row) (loadtest.Result, float64, error) {
 	var before loadtest.Result
 	if r.Lock == "atomic" {
 		var err error
 		if before, err = b.nginx(ctx, b.o.duration/2); err != nil {
-			return loadtest.Result{}, err
+			return loadtest.Result{}, 0, err
 		}
 	}
 	res, err := loadtest.Run(ctx, loadtest.Config{URL: b.o.url, Requests: 1 << 30, Concurrency: b.o.concurrency, Stock: benchStock,
 		Duration: b.o.duration, Wait: r.Wait, Client: b.client.Client, NoCheck: true}, r.Lock)
 	if err != nil {
-		return res, fmt.Errorf("%s (%s) through nginx: %w", r.Lock, r.Wait, err)
+		return res, 0, fmt.Errorf("%s (%s) through nginx: %w", r.Lock, r.Wait, err)
 	}
-	if r.Lock == "atomic" {
-		after, err := b.nginx(ctx, b.o.duration/2)
-		if err != nil {
-			return res, err
-		}
-		b.rep.Nginx = float64(before.Requests+after.Requests) / (before.Seconds + after.Seconds)
-		b.say("nginx ceiling (GET /healthz, c=%d, before and after atomic): %.0f requests/s", b.o.concurrency, b.rep.Nginx)
+	if r.Lock != "atomic" {
+		return res, 0, nil
 	}
-	return res, nil
+	after, err := b.nginx(ctx, b.o.duration/2)
+	if err != nil {
+		return res, 0, err
+	}
+	ceiling := float64(before.Requests+after.Requests) / (before.Seconds + after.Seconds)
+	b.nginxRounds = append(b.nginxRounds, ceiling)
+	b.rep.Nginx = median(slices.Clone(b.nginxRounds))
+	b.say("nginx ceiling (GET /healthz, c=%d, before and after atomic): %.0f requests/s", b.o.concurrency, ceiling)
+	return res, ceiling, nil
 }
 
 // nginx is the nginx ceiling: GET /healthz through nginx for d.
@@ -357,6 +439,39 @@ func ownCeiling(ctx context.Context, svc *sale.Service, m sale.Method, d time.Du
 		}
 		return res.ReleaseErr
 	})
+}
+
+// commands is how many commands the nodes have run since they started: the
+// calls of every command in INFO commandstats, but INFO's own (the bench's
+// reading would count itself).
+func commands(ctx context.Context, nodes []redis.UniversalClient) (int64, error) {
+	var total int64
+	for _, n := range nodes {
+		info, err := n.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return 0, fmt.Errorf("INFO commandstats: %w", err)
+		}
+		total += commandCalls(info)
+	}
+	return total, nil
+}
+
+// commandCalls sums the calls= of every cmdstat_ line of an INFO
+// commandstats reply, less cmdstat_info's.
+func commandCalls(info string) int64 {
+	var total int64
+	for line := range strings.SplitSeq(info, "\n") {
+		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_info" {
+			continue
+		}
+		calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
+		n, err := strconv.ParseInt(calls, 10, 64)
+		if err == nil {
+			total += n
+		}
+	}
+	return total
 }
 
 // median of xs (sorted in place).

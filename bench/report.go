@@ -79,10 +79,11 @@ func writeTable(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "serial ceiling (SET NX PX, GET, SET, Lua release; one goroutine): %.0f sales/s\n", r.Serial)
 	fmt.Fprintf(w, "nginx ceiling (GET /healthz, c=%d): %.0f requests/s\n\n", r.Concurrency, r.Nginx)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "lock\twait\town ceiling/s\tx serial\tnginx sales/s\tp50 ms\tp99 ms\tratio\tof\theld us: own\tnginx\thand-over us\t")
+	fmt.Fprintln(tw, "lock\twait\town ceiling/s\tx serial\tnginx sales/s\tp50 ms\tp99 ms\tratio (rounds)\tof\theld us: own\tnginx\thand-over us\ttrips/sale\tcmds/sale\tattempts/sale\t")
 	for _, row := range r.Rows {
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.2f\t%.0f\t%.1f\t%.1f\t%.2f\t%s\t%s\t%s\t%s\t\n", row.Lock, dash(row.Wait), row.Own, row.OwnVsSerial,
-			row.Sales, row.P50, row.P99, row.Ratio, row.RatioOf, micros(row.HoldOwn), micros(row.HoldNginx), micros(row.Handover))
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.2f\t%.0f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t%s\t\n", row.Lock, dash(row.Wait), row.Own, row.OwnVsSerial,
+			row.Sales, row.P50, row.P99, spread(row), row.RatioOf, micros(row.HoldOwn), micros(row.HoldNginx), micros(row.Handover),
+			row.RoundTripsPerSale, row.CommandsPerSale, attempts(row.AttemptsPerSale))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -98,6 +99,22 @@ func writeTable(w io.Writer, r *Report) {
 			fmt.Fprintf(w, "  MISSED %s: want %s, got %s\n", t.Name, t.Want, t.Got)
 		}
 	}
+}
+
+// spread is a row's ratio, the median of its rounds, with their range.
+func spread(row Row) string {
+	if len(row.Rounds) < 2 {
+		return fmt.Sprintf("%.2f", row.Ratio)
+	}
+	return fmt.Sprintf("%.2f (%.2f-%.2f)", row.Ratio, row.RatioMin, row.RatioMax)
+}
+
+// attempts prints lock attempts per sale, "-" for a version with no lock.
+func attempts(n float64) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", n)
 }
 
 // micros prints a mean hold, "-" for a version that holds no lock.
@@ -123,11 +140,11 @@ const (
 // markdown is the README's bench section.
 func markdown(r *Report) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Measured by `make bench-readme` on %s, %s. One run; every ratio is within it, and each row's ceilings were measured just before and just after its run through nginx.\n\n", r.Date[:10], r.Machine)
+	fmt.Fprintf(&b, "Measured by `make bench-readme` on %s, %s. One run; every ratio is within it: each row ran through nginx in rounds, each round between two sets of its ceilings, and its ratio is the median of the rounds' (their range in brackets).\n\n", r.Date[:10], r.Machine)
 	fmt.Fprintf(&b, "- serial ceiling (SET NX PX, GET, SET, Lua release from one goroutine; median over every row's slices): **%.0f sales/s**\n", r.Serial)
 	fmt.Fprintf(&b, "- nginx ceiling (GET /healthz through nginx, c=%d, before and after atomic's run): **%.0f requests/s**\n\n", r.Concurrency, r.Nginx)
-	fmt.Fprintf(&b, "| `-lock` | `-wait` | own ceiling /s | own / serial | through nginx, sales/s | p50 ms | p99 ms | lock held, µs: own / nginx | hand-over, µs | ratio | target |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+	fmt.Fprintf(&b, "| `-lock` | `-wait` | own ceiling /s | own / serial | through nginx, sales/s | p50 ms | p99 ms | lock held, µs: own / nginx | hand-over, µs | round trips to Redis / sale | commands run in Redis / sale | lock attempts / sale | ratio: median (rounds) | target |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, row := range r.Rows {
 		target := fmt.Sprintf("%.2f x own ceiling >= %.1f", row.Ratio, lockedTarget)
 		switch row.Lock {
@@ -140,8 +157,9 @@ func markdown(r *Report) string {
 		if row.HoldOwn > 0 {
 			held = micros(row.HoldOwn) + " / " + micros(row.HoldNginx)
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %.0f | %.2f | %.0f | %.1f | %.1f | %s | %s | %.2f | %s %s |\n", row.Lock, dash(row.Wait), row.Own,
-			row.OwnVsSerial, row.Sales, row.P50, row.P99, held, micros(row.Handover), row.Ratio, target, mark(r, strings.TrimSpace(row.Lock+" "+row.Wait)+" through nginx"))
+		fmt.Fprintf(&b, "| `%s` | %s | %.0f | %.2f | %.0f | %.1f | %.1f | %s | %s | %.1f | %.1f | %s | %s | %s %s |\n", row.Lock, dash(row.Wait), row.Own,
+			row.OwnVsSerial, row.Sales, row.P50, row.P99, held, micros(row.Handover), row.RoundTripsPerSale, row.CommandsPerSale, attempts(row.AttemptsPerSale),
+			spread(row), target, mark(r, strings.TrimSpace(row.Lock+" "+row.Wait)+" through nginx"))
 	}
 	b.WriteString("\n")
 	for _, t := range r.Targets {

@@ -76,11 +76,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 // cleanly: no new connections, in-flight sales finish and release their locks,
 // Redis connections close.
 func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) error {
+	mx := metrics.New()
 	rdb := redisconn.New(cfg.Redis, cfg.RedisPassword)
 	defer rdb.Close()
+	rdb.AddHook(mx.RoundTrips(cfg.Redis))
 	nodes := redisconn.NewAll(cfg.Redlock, cfg.RedisPassword)
 	defer redisconn.CloseAll(nodes)
-	mx := metrics.New()
+	for i, n := range nodes {
+		n.AddHook(mx.RoundTrips(cfg.Redlock[i]))
+	}
 	deps := versions.Deps{Redis: rdb, Redlock: nodes, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry,
 		RedlockRetry: cfg.RedlockRetry, Log: log, Observer: mx}
 	if slices.ContainsFunc(cfg.variants(), func(v versions.Variant) bool { return v.Wait == "notify" }) {
