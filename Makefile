@@ -83,7 +83,7 @@ status:
 demo:
 	@$(CLUSTER) up
 	@status=0; \
-	$(GO) run ./loadtest -url $(URL)/sale -lock all -out $(REPORT) \
+	$(GO) run ./loadtest -url $(URL)/sale -lock all -wait all -out $(REPORT) \
 	  -note "Local cluster (make up): $(REPLICAS) replicas behind nginx, three independent redis-server nodes, no persistence." \
 	  || status=$$?; \
 	$(CLUSTER) down; \
@@ -138,17 +138,18 @@ bench-loadtest:
 # started for it with no business time (-work 0); the targets of issue 6;
 # results in $(BENCH_JSON); down, whatever happens.
 BENCH_JSON ?= $(CURDIR)/bench.json
+BENCH_REPORT ?= $(CURDIR)/bench.html
 BENCH_FLAGS ?=
 bench:
 	@WORK=0 $(CLUSTER) up
 	@status=0; \
-	$(GO) run ./bench -url $(URL)/sale -run-dir $(RUN_DIR) -json $(BENCH_JSON) $(BENCH_FLAGS) || status=$$?; \
+	$(GO) run ./bench -url $(URL)/sale -run-dir $(RUN_DIR) -json $(BENCH_JSON) -report $(BENCH_REPORT) $(BENCH_FLAGS) || status=$$?; \
 	$(CLUSTER) down; \
 	exit $$status
 
 # The same, writing the table into README.md.
 bench-readme:
-	@$(MAKE) --no-print-directory bench BENCH_FLAGS="$(BENCH_FLAGS) -readme $(CURDIR)/README.md"
+	@$(MAKE) --no-print-directory bench BENCH_FLAGS="$(BENCH_FLAGS) -readme $(CURDIR)/README.md -chart $(CURDIR)/docs/bench-latency.svg"
 
 # Removes what make up and make build created, and nothing else (RUN_DIR may
 # point at a folder of the user's own).

@@ -29,6 +29,8 @@ func (h holds) mean() float64 {
 
 func (h holds) minus(o holds) holds { return holds{h.seconds - o.seconds, h.count - o.count} }
 
+func (h holds) plus(o holds) holds { return holds{h.seconds + o.seconds, h.count + o.count} }
+
 // holdMeter is the own ceilings' sale.Observer: it sums the holds, so a
 // row's mean hold serially can be set beside its mean hold through nginx.
 // One goroutine sells at a time.

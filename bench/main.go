@@ -5,13 +5,14 @@
 //     from one goroutine, with no HTTP;
 //  2. each version's own ceiling: its acquire, the sale and its release,
 //     serially from one goroutine against the same Redis (v7 and v8 take the
-//     lock twice, redlock fans out to three nodes, notify queues);
+//     lock twice, redlock fans out to three nodes, notify and handoff queue);
 //  3. the nginx ceiling: GET /healthz through nginx;
 //  4. each version through nginx and both replicas, -c concurrent sales, with
-//     stock that never runs out; v3 to v8 both polling and notified;
+//     stock that never runs out; v3 to v8 polling, notified and handed off,
+//     each in rounds between sets of its ceilings;
 //  5. the default load test (n=1000, c=100) for each version: none may fail;
 //
-// then checks the targets (issue 6), prints the table, writes it as JSON, and
+// then checks the targets and floors (issue 14), prints the table, writes it as JSON, and
 // exits 1 if a target was missed. Ratios are taken within the run, and each
 // row's ceilings are measured just before and just after its own run through
 // nginx (the nginx ceiling around atomic's): the machine is shared and noisy,
@@ -43,6 +44,11 @@ type options struct {
 	rounds      int
 	jsonOut     string
 	readme      string
+	// loadTime is how long each offered load of the latency curve runs (0:
+	// no curve); chart and report are where the curve and the table go.
+	loadTime time.Duration
+	chart    string
+	report   string
 }
 
 func parse(args []string, stderr io.Writer) (o options, err error) {
@@ -55,11 +61,14 @@ func parse(args []string, stderr io.Writer) (o options, err error) {
 	fs.IntVar(&o.rounds, "rounds", 3, "runs through nginx per row, each between two sets of ceiling slices; a ratio is the median of the rounds'")
 	fs.StringVar(&o.jsonOut, "json", "bench.json", "write the results here as JSON (empty: do not)")
 	fs.StringVar(&o.readme, "readme", "", "also write the table into this Markdown file, between its bench markers")
+	fs.DurationVar(&o.loadTime, "load-duration", 1500*time.Millisecond, "per row, how long each offered load of its latency curve runs (an open model at 1/4, 1/2, 3/4 and 1 x the row's closed-loop sales/s); 0: no curve")
+	fs.StringVar(&o.chart, "chart", "", "write the latency-vs-offered-load chart here, as SVG (empty: do not)")
+	fs.StringVar(&o.report, "report", "", "write an HTML report here: the table and the latency-vs-offered-load chart (empty: do not)")
 	if err := cli.Parse(fs, args, 0); err != nil {
 		return o, err
 	}
-	if o.duration <= 0 || o.ceilingTime <= 0 || o.concurrency < 1 || o.rounds < 1 {
-		return o, cli.UsageError(stderr, "bench", "-duration and -ceiling-duration must be > 0, -c and -rounds >= 1")
+	if o.duration <= 0 || o.ceilingTime <= 0 || o.concurrency < 1 || o.rounds < 1 || o.loadTime < 0 {
+		return o, cli.UsageError(stderr, "bench", "-duration and -ceiling-duration must be > 0, -c and -rounds >= 1, -load-duration >= 0")
 	}
 	return o, nil
 }
@@ -83,6 +92,10 @@ func run(ctx context.Context, args []string, _ func(string) string, stdout, stde
 			return 1
 		}
 		fmt.Fprintln(stderr, "bench: results written to", o.jsonOut)
+	}
+	if err := writeCharts(o, rep); err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
 	}
 	if o.readme != "" {
 		if err := loadtest.ReplaceSection(o.readme, readmeBegin, readmeEnd, markdown(rep)); err != nil {

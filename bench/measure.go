@@ -64,9 +64,14 @@ type Row struct {
 	// (1/Sales - HoldNginx): the lock passing from one holder to the next,
 	// which polling pays with the wait for the next waiter's attempt.
 	Handover float64 `json:"handover_us,omitempty"`
+	// Busy is the share of the time through nginx that the lock was held
+	// (HoldNginx x Sales): what a wait controls, since the rest is the
+	// hand-over. Bound is the most Ratio could be with no hand-over at all
+	// (1/HoldNginx over Own): what the hold through nginx allows.
+	Busy  float64 `json:"lock_busy,omitempty"`
+	Bound float64 `json:"ratio_bound,omitempty"`
 	// Ratio is Sales over Own (over the nginx ceiling for atomic, which has
-	// no lock to serialise on).
-	// Ratio is the median of Rounds, each round's run over its ceiling
+	// no lock to serialise on): the median of Rounds, each round's run over its ceiling
 	// (own, or nginx's for atomic) measured just before and just after it;
 	// RatioMin and RatioMax are their spread.
 	Ratio    float64   `json:"ratio"`
@@ -85,7 +90,23 @@ type Row struct {
 	// locklab_redis_round_trips_total): a script is one round trip, where
 	// CommandsPerSale also counts every command it ran inside Redis.
 	RoundTripsPerSale float64 `json:"round_trips_per_sale"`
+	// Load is the latency curve: p50 and p99 at a few offered loads, in an
+	// open model (latency counted from each request's due time).
+	Load []LoadPoint `json:"latency_vs_load,omitempty"`
 }
+
+// LoadPoint is one offered load of a row's latency curve.
+type LoadPoint struct {
+	Offered  float64 `json:"offered_per_sec"`
+	Achieved float64 `json:"sales_per_sec"`
+	P50      float64 `json:"p50_ms"`
+	P99      float64 `json:"p99_ms"`
+	Failed   int     `json:"failed"`
+}
+
+// loadShares are the offered loads of a latency curve, as shares of the
+// row's closed-loop sales/s.
+var loadShares = []float64{0.25, 0.5, 0.75, 1}
 
 // DefaultRun is one version under the default load test.
 type DefaultRun struct {
@@ -201,17 +222,21 @@ func newBench(ctx context.Context, o options, stderr io.Writer) (*bench, func(),
 	return b, closeBench, nil
 }
 
-// plan lays out the rows: every safe version as it waits by default, then
-// each one that waits differently when notified; the default load test runs
-// every version, then the notified ones again.
+// plan lays out the rows: every safe version as it waits by default (poll),
+// then each one that waits otherwise when notified, then handed off; the
+// default load test runs every version, then v3-v8 notified and handed off.
 func (b *bench) plan(ctx context.Context, deps versions.Deps) {
 	slice := b.o.ceilingTime / (2 * bracket)
-	built := versions.BuildAll(deps, []versions.Variant{{Wait: "poll"}, {Wait: "notify"}})
+	var variants []versions.Variant
+	for _, wait := range versions.Waits {
+		variants = append(variants, versions.Variant{Wait: wait})
+	}
+	built := versions.BuildAll(deps, variants)
 	for _, wait := range versions.Waits {
 		methods := built[versions.Variant{Wait: wait}]
 		for _, v := range versions.All {
 			m := methods[v.Name]
-			if wait == "notify" && m.Wait != wait {
+			if wait != "poll" && m.Wait != wait {
 				continue
 			}
 			b.defaults = append(b.defaults, Row{Lock: v.Name, Wait: m.Wait})
@@ -241,17 +266,23 @@ func (b *bench) row(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
-	start, err := b.counts(ctx, *r)
-	if err != nil {
-		return err
-	}
+	var total counters
 	var sales, p50s, p99s []float64
 	sold := 0
 	for round := range b.o.rounds {
+		start, err := b.counts(ctx, *r)
+		if err != nil {
+			return err
+		}
 		res, reference, err := b.throughNginx(ctx, *r)
 		if err != nil {
 			return err
 		}
+		end, err := b.counts(ctx, *r)
+		if err != nil {
+			return err
+		}
+		total = total.plus(end.minus(start))
 		after, err := b.ceilings(ctx, i, &own, &serial)
 		if err != nil {
 			return err
@@ -266,39 +297,78 @@ func (b *bench) row(ctx context.Context, i int) error {
 		b.say("%s %s round %d: %.0f sales/s through nginx, %.2f x its %s ceiling (%.0f)", r.Lock, r.Wait, round+1, res.SalesPerSec,
 			res.SalesPerSec/reference, refName(r.Lock), reference)
 	}
-	end, err := b.counts(ctx, *r)
-	if err != nil {
-		return err
-	}
 	if sold > 0 {
-		r.CommandsPerSale = float64(end.commands-start.commands) / float64(sold)
-		r.RoundTripsPerSale = (end.trips - start.trips) / float64(sold)
+		r.CommandsPerSale = float64(total.commands) / float64(sold)
+		r.RoundTripsPerSale = total.trips / float64(sold)
 	}
-	if t := end.tried.minus(start.tried); t.count > 0 {
-		r.AttemptsPerSale = t.seconds / float64(t.count)
+	if total.tried.count > 0 {
+		r.AttemptsPerSale = total.tried.seconds / float64(total.tried.count)
 	}
-	r.HoldOwn, r.HoldNginx = b.meter.mean(), end.held.minus(start.held).mean()
+	r.HoldOwn, r.HoldNginx = b.meter.mean(), total.held.mean()
 	r.Own, r.Serial = median(own), median(serial)
 	r.OwnVsSerial = r.Own / r.Serial
 	b.serials = append(b.serials, serial...)
 	r.Sales, r.P50, r.P99 = median(sales), median(p50s), median(p99s)
 	if r.HoldNginx > 0 && r.Sales > 0 {
 		r.Handover = 1e6/r.Sales - r.HoldNginx
+		r.Busy, r.Bound = r.HoldNginx*r.Sales/1e6, 1e6/r.HoldNginx/r.Own
+	}
+	if err := b.curve(ctx, r); err != nil {
+		return err
 	}
 	r.Ratio, r.RatioOf = median(slices.Clone(r.Rounds)), refName(r.Lock)
 	r.RatioMin, r.RatioMax = slices.Min(r.Rounds), slices.Max(r.Rounds)
-	b.say("%s %s: own ceiling %.0f sales/s (%.2f x serial %.0f); through nginx %.0f sales/s, p99 %.1f ms: %.2f x %s ceiling (rounds %.2f-%.2f); lock held %.0f us serially, %.0f us through nginx, handed over in %.0f us; per sale %.1f round trips to Redis, %.1f commands run in it, %.1f lock attempts",
-		r.Lock, r.Wait, r.Own, r.OwnVsSerial, r.Serial, r.Sales, r.P99, r.Ratio, r.RatioOf, r.RatioMin, r.RatioMax, r.HoldOwn, r.HoldNginx, r.Handover,
+	b.say("%s %s: own ceiling %.0f sales/s (%.2f x serial %.0f); through nginx %.0f sales/s, p99 %.1f ms: %.2f x %s ceiling (rounds %.2f-%.2f); lock held %.0f us serially, %.0f us through nginx, handed over in %.0f us (lock busy %.2f of the time; with no hand-over the ratio could reach %.2f); per sale %.1f round trips to Redis, %.1f commands run in it, %.1f lock attempts",
+		r.Lock, r.Wait, r.Own, r.OwnVsSerial, r.Serial, r.Sales, r.P99, r.Ratio, r.RatioOf, r.RatioMin, r.RatioMax, r.HoldOwn, r.HoldNginx, r.Handover, r.Busy, r.Bound,
 		r.RoundTripsPerSale, r.CommandsPerSale, r.AttemptsPerSale)
 	return nil
 }
 
+// curve measures r's latency at each of loadShares of its closed-loop
+// sales/s, each for -load-duration, at most -c in flight. A request that
+// fails is counted (and fails the row), as in the closed-loop rounds.
+func (b *bench) curve(ctx context.Context, r *Row) error {
+	if b.o.loadTime <= 0 {
+		return nil
+	}
+	for _, share := range loadShares {
+		rate := share * r.Sales
+		res, err := loadtest.Run(ctx, loadtest.Config{URL: b.o.url, Requests: max(1, int(rate*b.o.loadTime.Seconds())),
+			Concurrency: b.o.concurrency, Rate: rate, Stock: benchStock, Wait: r.Wait, Client: b.client.Client, NoCheck: true}, r.Lock)
+		if err != nil {
+			return fmt.Errorf("%s (%s) at %.0f/s: %w", r.Lock, r.Wait, rate, err)
+		}
+		r.Load = append(r.Load, LoadPoint{Offered: rate, Achieved: res.SalesPerSec, P50: res.Latency.P50, P99: res.Latency.P99, Failed: res.NotServed()})
+		r.Failed += res.NotServed()
+	}
+	b.say("%s %s latency at %s", r.Lock, r.Wait, curveText(r.Load))
+	return nil
+}
+
+func curveText(points []LoadPoint) string {
+	var parts []string
+	for _, p := range points {
+		parts = append(parts, fmt.Sprintf("%.0f/s: p50 %.1f ms, p99 %.1f ms", p.Offered, p.P50, p.P99))
+	}
+	return strings.Join(parts, "; ")
+}
+
 // counters are what the replicas and the Redis nodes have counted so far
-// for one row: read before and after its runs, the difference is theirs.
+// for one row: read just before and just after each of its runs through
+// nginx (not around its ceilings, which run commands of their own), the
+// difference is the run's.
 type counters struct {
 	held, tried holds // lock hold time, and lock attempts, per acquisition
 	commands    int64 // commands run in Redis, every node
 	trips       float64
+}
+
+func (c counters) minus(o counters) counters {
+	return counters{c.held.minus(o.held), c.tried.minus(o.tried), c.commands - o.commands, c.trips - o.trips}
+}
+
+func (c counters) plus(o counters) counters {
+	return counters{c.held.plus(o.held), c.tried.plus(o.tried), c.commands + o.commands, c.trips + o.trips}
 }
 
 func (b *bench) counts(ctx context.Context, r Row) (counters, error) {

@@ -137,40 +137,56 @@ func TestLocalCluster(t *testing.T) {
 	cfg := loadtest.Config{URL: c.State.URL, Requests: 1000, Concurrency: 100, Stock: 100, Client: loadtest.NewClient(100)}
 	for run := 1; run <= 3; run++ {
 		for _, v := range versions.All {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			r, err := loadtest.Run(ctx, cfg, v.Name)
-			cancel()
-			if err != nil {
-				t.Fatalf("run %d, %s: %v", run, v.Name, err)
+			// v3-v8 also queued: notified, and handed the lock.
+			waits := []string{""}
+			if v.Wait {
+				waits = append(waits, "notify", "handoff")
 			}
-			t.Logf("run %d %-8s sold %4d oversold %4d two holders %4d lost updates %4d linearizable %-8s failed %d unknown %d p99 %.0fms replicas %v",
-				run, v.Name, r.Sold, r.Oversold, r.TwoHolders, r.LostUpdates, r.Linearizability, r.Failed, r.Unknown, r.Latency.P99, r.Replicas)
-			if !r.HistoryChecked {
-				t.Fatalf("run %d, %s: the replicas' history was not checked: %s", run, v.Name, r.HistoryNote)
+			for _, wait := range waits {
+				checkRun(t, c, cfg, run, v, wait)
 			}
-			// The evidence, not only the count: the unsafe versions show two
-			// holders (v2: two process mutexes) or lost updates (none: no
-			// lock); the safe ones show neither and are linearizable.
-			switch {
-			case v.Safe && (r.Oversold != 0 || r.TwoHolders != 0 || r.LostUpdates != 0 || !r.Linearizable):
-				t.Errorf("run %d: %s oversold %d, two holders %d, lost updates %d, linearizability %s; it must show none of them",
-					run, v.Name, r.Oversold, r.TwoHolders, r.LostUpdates, r.Linearizability)
-			case !v.Safe && (r.Oversold <= 0 || r.TwoHolders+r.LostUpdates == 0 || r.Linearizable):
-				t.Errorf("run %d: %s oversold %d, two holders %d, lost updates %d, linearizability %s; want an oversell the checker sees",
-					run, v.Name, r.Oversold, r.TwoHolders, r.LostUpdates, r.Linearizability)
-			}
-			if r.NotServed() != 0 {
-				t.Errorf("run %d: %s: %d requests failed or unknown (%v): waiting requests must be served", run, v.Name, r.NotServed(), r.FailedBy)
-			}
-			for _, rep := range c.State.Replicas {
-				n := r.Replicas[rep.Name]
-				switch {
-				case v.OneReplica && n != 0 && n != cfg.Requests:
-					t.Errorf("run %d: %s ran on more than one replica (%v); the tutorial runs it on one", run, v.Name, r.Replicas)
-				case !v.OneReplica && n < cfg.Requests*2/5:
-					t.Errorf("run %d: %s: %s served %d of %d requests; nginx should alternate", run, v.Name, rep.Name, n, cfg.Requests)
-				}
-			}
+		}
+	}
+}
+
+// checkRun runs the default load test on version v, waiting as wait says
+// ("": the replicas' -wait), and asserts what the demo claims of it.
+func checkRun(t *testing.T, c *cluster.Cluster, cfg loadtest.Config, run int, v versions.Version, wait string) {
+	t.Helper()
+	cfg.Wait = wait
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	r, err := loadtest.Run(ctx, cfg, v.Name)
+	cancel()
+	name := strings.TrimSpace(v.Name + " " + wait)
+	if err != nil {
+		t.Fatalf("run %d, %s: %v", run, name, err)
+	}
+	t.Logf("run %d %-12s sold %4d oversold %4d two holders %4d lost updates %4d linearizable %-8s failed %d unknown %d p99 %.0fms replicas %v",
+		run, name, r.Sold, r.Oversold, r.TwoHolders, r.LostUpdates, r.Linearizability, r.Failed, r.Unknown, r.Latency.P99, r.Replicas)
+	if !r.HistoryChecked {
+		t.Fatalf("run %d, %s: the replicas' history was not checked: %s", run, name, r.HistoryNote)
+	}
+	// The evidence, not only the count: the unsafe versions show two
+	// holders (v2: two process mutexes) or lost updates (none: no lock); the
+	// safe ones show neither and are linearizable.
+	switch {
+	case v.Safe && (r.Oversold != 0 || r.TwoHolders != 0 || r.LostUpdates != 0 || !r.Linearizable):
+		t.Errorf("run %d: %s oversold %d, two holders %d, lost updates %d, linearizability %s; it must show none of them",
+			run, name, r.Oversold, r.TwoHolders, r.LostUpdates, r.Linearizability)
+	case !v.Safe && (r.Oversold <= 0 || r.TwoHolders+r.LostUpdates == 0 || r.Linearizable):
+		t.Errorf("run %d: %s oversold %d, two holders %d, lost updates %d, linearizability %s; want an oversell the checker sees",
+			run, name, r.Oversold, r.TwoHolders, r.LostUpdates, r.Linearizability)
+	}
+	if r.NotServed() != 0 {
+		t.Errorf("run %d: %s: %d requests failed or unknown (%v): waiting requests must be served", run, name, r.NotServed(), r.FailedBy)
+	}
+	for _, rep := range c.State.Replicas {
+		n := r.Replicas[rep.Name]
+		switch {
+		case v.OneReplica && n != 0 && n != cfg.Requests:
+			t.Errorf("run %d: %s ran on more than one replica (%v); the tutorial runs it on one", run, name, r.Replicas)
+		case !v.OneReplica && n < cfg.Requests*2/5:
+			t.Errorf("run %d: %s: %s served %d of %d requests; nginx should alternate", run, name, rep.Name, n, cfg.Requests)
 		}
 	}
 }

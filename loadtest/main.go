@@ -35,6 +35,8 @@ type options struct {
 	notes      []string
 	scenario   string // a scenario name, or all; empty: the load test
 	lockList   string
+	waits      []string // "": the replicas' own
+	waitList   string
 	readme     string
 	runDir     string
 }
@@ -48,7 +50,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.Float64Var(&o.cfg.Rate, "rate", 0, "requests per second on a fixed schedule (an open model: latency counted from each request's due time, so a stall is not hidden); 0: a closed loop of -c workers")
 	fs.Int64Var(&o.cfg.Stock, "stock", 100, "stock set before each version (fewer units than requests, so every extra sale shows)")
 	fs.StringVar(&o.lockList, "lock", "all", "versions to compare: one, a comma list, or all ("+strings.Join(versions.Names(), " ")+")")
-	fs.StringVar(&o.cfg.Wait, "wait", "", "how the locks wait, per request (?wait=): poll or notify; empty: as the replicas' -wait says")
+	fs.StringVar(&o.waitList, "wait", "", "how v3-v8 wait, per request (?wait=): poll, notify, handoff, a comma list or all (each such version runs once per wait); empty: as the replicas' -wait says")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per version instead of the table")
 	fs.StringVar(&o.out, "out", "", "also write a self-contained HTML report to this file")
 	fs.StringVar(&o.cfg.AdminToken, "admin-token", "", "bearer token for PUT /stock, when the service requires one")
@@ -61,14 +63,15 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		o.notes = append(o.notes, s)
 		return nil
 	})
-	if err := cli.Parse(fs, args, 0); err != nil {
+	err := cli.Parse(fs, args, 0)
+	if err != nil {
 		return o, err
 	}
 	if o.cfg.Requests < 1 || o.cfg.Concurrency < 1 || o.cfg.Stock < 0 || o.cfg.Rate < 0 {
 		return o, cli.UsageError(stderr, "loadtest", "-n and -c must be >= 1, -stock and -rate >= 0")
 	}
-	if o.cfg.Wait != "" && !slices.Contains(versions.Waits, o.cfg.Wait) {
-		return o, cli.UsageError(stderr, "loadtest", "-wait %q: want one of %s", o.cfg.Wait, strings.Join(versions.Waits, " "))
+	if o.waits, err = parseWaits(o.waitList); err != nil {
+		return o, cli.UsageError(stderr, "loadtest", "%s", err)
 	}
 	if o.cfg.Plain {
 		o.locks = []string{""}
@@ -85,6 +88,53 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	o.locks = locks
 	return o, nil
+}
+
+// parseWaits turns "", "all", "notify" or "poll,handoff" into the waits to
+// run, in the order of versions.Waits; "" is the replicas' own.
+func parseWaits(s string) ([]string, error) {
+	if s == "" {
+		return []string{""}, nil
+	}
+	if s == "all" {
+		return versions.Waits, nil
+	}
+	var waits []string
+	for w := range strings.SplitSeq(s, ",") {
+		if w = strings.TrimSpace(w); !slices.Contains(versions.Waits, w) {
+			return nil, fmt.Errorf("-wait %q: want all, or some of %s", w, strings.Join(versions.Waits, " "))
+		}
+		waits = append(waits, w)
+	}
+	return slices.DeleteFunc(slices.Clone(versions.Waits), func(w string) bool {
+		return !slices.Contains(waits, w)
+	}), nil
+}
+
+// oneRun is one load test: a version, waiting as cfg.Wait says.
+type oneRun struct {
+	lock string
+	cfg  loadtest.Config
+}
+
+// runs are the load test's runs: each version, and each one that waits as
+// -wait says once per wait.
+func (o options) runs() []oneRun {
+	var runs []oneRun
+	for _, lock := range o.locks {
+		v, _ := versions.Lookup(lock)
+		for i, wait := range o.waits {
+			if !v.Wait && i > 0 {
+				break
+			}
+			cfg := o.cfg
+			if cfg.Wait = wait; !v.Wait {
+				cfg.Wait = ""
+			}
+			runs = append(runs, oneRun{lock, cfg})
+		}
+	}
+	return runs
 }
 
 // parseLocks turns "all", "v6" or "v8,v1" into versions in tutorial order.
@@ -119,7 +169,7 @@ func run(ctx context.Context, args []string, _ func(string) string, stdout, stde
 		return runScenarios(ctx, o, stdout, stderr)
 	}
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		bar := progressbar.NewOptions(o.cfg.Requests*len(o.locks), progressbar.OptionSetWriter(stderr),
+		bar := progressbar.NewOptions(o.cfg.Requests*len(o.runs()), progressbar.OptionSetWriter(stderr),
 			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionSetWidth(30))
 		o.cfg.Progress = func() { _ = bar.Add(1) }
 		defer bar.Finish()
@@ -131,15 +181,15 @@ func run(ctx context.Context, args []string, _ func(string) string, stdout, stde
 			s := h.Settings
 			o.notes = append(o.notes, fmt.Sprintf("Replica settings, as %s reports them on /healthz: -ttl %s, -retry %s (jittered), "+
 				"-redlock-retry %s, -wait %s, -work %s (business time between reading and writing the stock), -acquire-timeout %s.",
-				h.Replica, s["ttl"], s["retry"], s["redlock_retry"], cmp.Or(o.cfg.Wait, s["wait"]), s["work"], s["acquire_timeout"]))
+				h.Replica, s["ttl"], s["retry"], s["redlock_retry"], cmp.Or(strings.Join(slices.DeleteFunc(slices.Clone(o.waits), func(w string) bool { return w == "" }), ", "), s["wait"]), s["work"], s["acquire_timeout"]))
 		}
 	}
 
 	var results []loadtest.Result
-	for _, lock := range o.locks {
-		res, err := loadtest.Run(ctx, o.cfg, lock)
+	for _, r := range o.runs() {
+		res, err := loadtest.Run(ctx, r.cfg, r.lock)
 		if err != nil {
-			fmt.Fprintf(stderr, "loadtest: %s: %v\n", lockName(lock), err)
+			fmt.Fprintf(stderr, "loadtest: %s: %v\n", strings.TrimSpace(lockName(r.lock)+" "+r.cfg.Wait), err)
 			return 1
 		}
 		results = append(results, res)

@@ -84,7 +84,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&cfg.Retry, "retry", 20*time.Millisecond, "mean wait between lock attempts (jittered to 0.5-1.5x)")
 	fs.DurationVar(&cfg.RedlockRetry, "redlock-retry", 100*time.Millisecond,
 		"mean wait between redlock attempts: each one costs a round trip to every node, so it polls less often (redsync's default is 50-250ms)")
-	fs.StringVar(&cfg.Wait, "wait", "poll", "how a waiter waits for a taken lock (v3-v8): poll (try every -retry, the tutorial's way) or notify (wake when the holder publishes its release, as Redisson does)")
+	fs.StringVar(&cfg.Wait, "wait", "poll", "how a waiter waits for a taken lock (v3-v8): poll (try every -retry, the tutorial's way), notify (queue; the release wakes the first waiter, who tries, as Redisson's fair lock does) or handoff (queue; the release hands the lock to the first waiter, as Go's sync.Mutex does when starving)")
 	fs.DurationVar(&cfg.Work, "work", 0, "simulated business time between reading and writing the stock")
 	fs.DurationVar(&cfg.AcquireTimeout, "acquire-timeout", 10*time.Second, "longest wait for the lock before answering 503")
 	fs.BoolVar(&cfg.LockOverride, "lock-override", false, "let /sale?lock=NAME choose the version per request")

@@ -87,7 +87,7 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	}
 	deps := versions.Deps{Redis: rdb, Redlock: nodes, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry,
 		RedlockRetry: cfg.RedlockRetry, Log: log, Observer: mx}
-	if slices.ContainsFunc(cfg.variants(), func(v versions.Variant) bool { return v.Wait == "notify" }) {
+	if slices.ContainsFunc(cfg.variants(), func(v versions.Variant) bool { return versions.Queued(v.Wait) }) {
 		n := retry.NewNotifier(ctx, rdb, cfg.LockKey, min(cfg.TTL, retry.Backstop), log)
 		defer n.Close()
 		deps.Notifier = n

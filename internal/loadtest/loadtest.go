@@ -34,8 +34,8 @@ type Config struct {
 	Concurrency int
 	Stock       int64  // set before each version's run
 	AdminToken  string // for PUT /stock
-	// Wait, when set, chooses how the service's lock waits (?wait=poll or
-	// notify); empty: the replicas' -wait.
+	// Wait, when set, chooses how the service's lock waits (?wait=poll,
+	// notify or handoff); empty: the replicas' -wait.
 	Wait string
 	// Duration, when set, stops sending new requests after it: Requests is
 	// then an upper bound (the bench runs every version for the same time).
@@ -103,6 +103,13 @@ type Result struct {
 
 	unknown int // requests with an unknown outcome, as tallied (plain runs too)
 }
+
+// Label names the run: the version, and how it waited when the load test
+// chose it ("v6 handoff").
+func (r Result) Label() string { return strings.TrimSpace(r.Lock + " " + r.Wait) }
+
+// Anchor is Label as an HTML id.
+func (r Result) Anchor() string { return strings.ReplaceAll(r.Label(), " ", "-") }
 
 // Latency percentiles in milliseconds.
 type Latency struct {

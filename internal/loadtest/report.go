@@ -23,7 +23,7 @@ func WriteTable(w io.Writer, results []Result) error {
 	fmt.Fprintln(tw, "lock\trequests\tsold\tsold out\tfenced\tfailed\tunknown\tstock before\tafter\toversold\ttwo holders\tlost updates\tlinearizable\tsales/s\tp50 ms\tp99 ms\tmax ms\treplicas\t")
 	for _, r := range results {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%s\t\n",
-			r.Lock, r.Requests, r.Sold, r.SoldOut, r.Fenced, failures(r), r.Unknown, r.StockBefore, r.StockAfter, oversold(r),
+			r.Label(), r.Requests, r.Sold, r.SoldOut, r.Fenced, failures(r), r.Unknown, r.StockBefore, r.StockAfter, oversold(r),
 			holders(r), evidence(r, r.LostUpdates), r.Linearizability, r.SalesPerSec, r.Latency.P50, r.Latency.P99, r.Latency.Max, replicas(r))
 	}
 	return tw.Flush()
@@ -186,7 +186,9 @@ func NewReport(cfg Config, results []Result, notes []string) Report {
 	for _, r := range results {
 		v, _ := versions.Lookup(r.Lock)
 		rep.Rows = append(rep.Rows, ReportRow{Result: r, Version: v, MaxOversold: maxOver, MaxSales: maxSales})
-		rep.Versions = append(rep.Versions, v)
+		if !slices.ContainsFunc(rep.Versions, func(seen versions.Version) bool { return seen.Name == v.Name }) {
+			rep.Versions = append(rep.Versions, v)
+		}
 	}
 	return rep
 }

@@ -18,11 +18,27 @@ import (
 // timeouts: a dead node must turn into a 503 quickly, not hold a request for
 // go-redis's default 3 s per attempt; and no retries, so one command is one
 // attempt and its outcome is the reply's.
+//
+// Two choices measured under the bench's load (issue 14):
+//   - RESP2: with RESP3, go-redis's default, every command first checks its
+//     connection for push notifications (a read syscall and a parse): 17 %
+//     of a replica's CPU in a profile of v6 handed off, none of it of use
+//     here (no client-side caching; pub/sub has its own connection). RESP2
+//     cut the replicas' CPU per sale by about a third.
+//   - 4 KiB buffers: every reply here is a few bytes, and go-redis's 32 KiB
+//     read and write buffers per connection, over pools that grow to the
+//     load's concurrency on four clients (the stock's node and redlock's
+//     three), held most of a replica's peak memory.
 func Options(addr, password string) *redis.Options {
 	return &redis.Options{Addr: addr, Password: password,
 		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
-		MaxRetries: -1, DialerRetries: 1, PoolSize: 128}
+		MaxRetries: -1, DialerRetries: 1, PoolSize: 128, Protocol: 2,
+		ReadBufferSize: bufferSize, WriteBufferSize: bufferSize,
+		PipelineReadBufferSize: bufferSize, PipelineWriteBufferSize: bufferSize}
 }
+
+// bufferSize is each connection's read and write buffer.
+const bufferSize = 4 << 10
 
 // New returns a client for the node at addr.
 func New(addr, password string) *redis.Client { return redis.NewClient(Options(addr, password)) }

@@ -40,7 +40,7 @@ type Method struct {
 	// the newest holder per domain, and tokens of two domains are never
 	// compared: two counters' numbers say nothing about each other.
 	Fence string
-	// Wait is how Lock waits for a taken lock ("poll", "notify"; empty
+	// Wait is how Lock waits for a taken lock ("poll", "notify", "handoff"; empty
 	// when it does not wait in Redis), for the metrics.
 	Wait string
 }

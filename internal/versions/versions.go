@@ -35,6 +35,9 @@ type Version struct {
 	// Safe says whether it is expected never to oversell under the default
 	// load test (a crash, a pause or a slow holder aside).
 	Safe bool `json:"safe"`
+	// Wait says that it waits for a taken lock as -wait says (v3-v8):
+	// polled, notified or handed off.
+	Wait bool `json:"wait,omitempty"`
 	// OneReplica says that the tutorial runs it on one process: the load
 	// test sends its sales to one replica (v1; v2 is the same code on two).
 	OneReplica bool `json:"one_replica,omitempty"`
@@ -86,7 +89,8 @@ type Deps struct {
 	// (and a release on all of them when it fails), so it polls less often;
 	// default 100 ms.
 	RedlockRetry time.Duration
-	// Notifier is the lock key's wake-up queue, needed for Wait "notify".
+	// Notifier is the lock key's subscription, needed for Wait "notify" and
+	// "handoff".
 	Notifier *retry.Notifier
 	Log      *slog.Logger // nil: discard
 	Observer Observer     // nil: none
@@ -99,8 +103,14 @@ type Observer interface {
 	watchdog.Observer
 }
 
-// Waits are the -wait choices: poll (the tutorial's, the default) and notify.
-var Waits = []string{"poll", "notify"}
+// Waits are the -wait choices: poll (the tutorial's, the default), notify
+// (queued, the release wakes the first waiter, who tries) and handoff (queued,
+// the release hands the lock to the first waiter).
+var Waits = []string{"poll", "notify", "handoff"}
+
+// Queued says whether wait queues its waiters in Redis and needs a
+// Notifier.
+func Queued(wait string) bool { return wait == "notify" || wait == "handoff" }
 
 // Variant is one way of building every version: how v3-v8 wait for a taken
 // lock (one of Waits; redlock always polls, v1 and v2 wait in the process),
@@ -113,8 +123,8 @@ type Variant struct {
 // Build returns one sale.Method per version, built as v says.
 func Build(d Deps, v Variant) map[string]sale.Method {
 	d = d.withDefaults()
-	if v.Wait == "notify" && d.Notifier == nil {
-		panic("versions: Wait notify needs Deps.Notifier")
+	if Queued(v.Wait) && d.Notifier == nil {
+		panic("versions: Wait " + v.Wait + " needs Deps.Notifier")
 	}
 	// The token domains: the single-node locks' counter beside the lock on
 	// the stock's node, and redlock's counters on its nodes.
@@ -127,25 +137,31 @@ func Build(d Deps, v Variant) map[string]sale.Method {
 	polled := func(name string, g retry.Guard, interval time.Duration, fence string) sale.Method {
 		return sale.Method{Name: name, Lock: retry.Poll(g, interval, d.counter(name, "poll")), Fence: fence, Wait: "poll"}
 	}
-	single := func(name string, g retry.Guard) sale.Method {
-		if v.Wait == "notify" {
-			return sale.Method{Name: name, Lock: retry.Notify(g, d.Notifier, d.counter(name, v.Wait)), Fence: domain("redis"), Wait: v.Wait}
+	single := func(name string, g retry.Queuer) sale.Method {
+		m := sale.Method{Name: name, Fence: domain("redis"), Wait: v.Wait}
+		switch v.Wait {
+		case "notify":
+			m.Lock = retry.Notify(g, d.Notifier, d.counter(name, v.Wait))
+		case "handoff":
+			m.Lock = retry.Handoff(g, d.Notifier, d.counter(name, v.Wait))
+		default:
+			return polled(name, g, d.Retry, domain("redis"))
 		}
-		return polled(name, g, d.Retry, domain("redis"))
+		return m
 	}
 	local := func(name string) sale.Method {
 		return sale.Method{Name: name, Lock: retry.Local(mutex.New(), d.counter(name, ""))}
 	}
-	key, ttl, fence := d.LockKey, d.TTL, v.Fence
-	hash := reentrant.Options{Key: key, TTL: ttl, Fence: fence}
+	key, ttl, fence, handoff := d.LockKey, d.TTL, v.Fence, v.Wait == "handoff"
+	hash := reentrant.Options{Key: key, TTL: ttl, Fence: fence, Handoff: handoff}
 	methods := map[string]sale.Method{
 		"none":    {Name: "none"},
 		"v1":      local("v1"),
 		"v2":      local("v2"),
-		"v3":      single("v3", setnx.New(d.Redis, setnx.Options{Key: key, Fence: fence})),
-		"v4":      single("v4", setnx.New(d.Redis, setnx.Options{Key: key, TTL: ttl, Fence: fence})),
-		"v5":      single("v5", setnx.New(d.Redis, setnx.Options{Key: key, TTL: ttl, OwnerCheck: true, Fence: fence})),
-		"v6":      single("v6", lua.New(d.Redis, lua.Options{Key: key, TTL: ttl, Fence: fence})),
+		"v3":      single("v3", setnx.New(d.Redis, setnx.Options{Key: key, Fence: fence, Handoff: handoff})),
+		"v4":      single("v4", setnx.New(d.Redis, setnx.Options{Key: key, TTL: ttl, Fence: fence, Handoff: handoff})),
+		"v5":      single("v5", setnx.New(d.Redis, setnx.Options{Key: key, TTL: ttl, OwnerCheck: true, Fence: fence, Handoff: handoff})),
+		"v6":      single("v6", lua.New(d.Redis, lua.Options{Key: key, TTL: ttl, Fence: fence, Handoff: handoff})),
 		"v7":      single("v7", reentrant.New(d.Redis, hash)),
 		"v8":      single("v8", watchdog.New(d.Redis, hash, d.Log.With("lock", "v8"), d.Observer)),
 		"redlock": polled("redlock", redlock.New(d.Redlock, redlock.Options{Key: key, TTL: ttl, Fence: fence}), d.RedlockRetry, domain("redlock")),

@@ -1,9 +1,12 @@
 package versions_test
 
 import (
+	"context"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/locklab/locklab/internal/versions"
 	"github.com/redis/go-redis/v9"
 )
@@ -34,6 +37,23 @@ func TestBuildMatchesCatalogue(t *testing.T) {
 	for _, v := range versions.All {
 		if v.Fixes == "" || v.Flaw == "" || v.Guard == "" {
 			t.Errorf("%s is not fully described", v.Name)
+		}
+	}
+}
+
+// The versions the catalogue says wait as -wait says are exactly those built
+// to wait so, for every wait.
+func TestWaitMatchesCatalogue(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	defer rdb.Close()
+	n := retry.NewNotifier(context.Background(), rdb, "lock", time.Hour, nil)
+	defer n.Close()
+	for _, wait := range versions.Waits {
+		methods := versions.Build(versions.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb}, Notifier: n}, versions.Variant{Wait: wait})
+		for _, v := range versions.All {
+			if got := methods[v.Name].Wait == wait && wait != "poll"; got != (v.Wait && wait != "poll") {
+				t.Errorf("-wait %s: %s waits %q; catalogue says wait=%v", wait, v.Name, methods[v.Name].Wait, v.Wait)
+			}
 		}
 	}
 }

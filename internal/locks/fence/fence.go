@@ -42,10 +42,15 @@ func SetNX(ctx context.Context, rdb Client, key, owner string, ttl time.Duration
 		ok, err := rdb.SetNX(ctx, key, owner, ttl).Result()
 		return ok, 0, err
 	}
-	ms := ttl.Milliseconds()
-	if ttl > 0 && ms == 0 {
-		ms = 1 // a lease shorter than a millisecond must not become "no expiry"
-	}
-	token, err := acquireScript.Run(ctx, rdb, []string{key, CounterKey(key)}, owner, ms).Int64()
+	token, err := acquireScript.Run(ctx, rdb, []string{key, CounterKey(key)}, owner, PX(ttl)).Int64()
 	return token > 0, token, err
+}
+
+// PX is ttl in whole milliseconds for a script, 0 for no expiry: a lease
+// shorter than a millisecond must not become "no expiry".
+func PX(ttl time.Duration) int64 {
+	if ms := ttl.Milliseconds(); ms > 0 || ttl <= 0 {
+		return ms
+	}
+	return 1
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/lease"
+	"github.com/locklab/locklab/internal/locks/handoff"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -45,7 +46,7 @@ type Notifier struct {
 	done     chan struct{}
 
 	mu      sync.Mutex
-	waiters map[string]chan struct{} // by owner: a message wakes its owner
+	waiters map[string]chan int64 // by owner: a message wakes its owner, with a hand-off's token
 	// holders counts each owner's holds obtained here and not yet given
 	// back, so that a nested acquisition does not queue behind the waiters
 	// who wait for the lock it already holds.
@@ -83,12 +84,12 @@ func NewNotifier(ctx context.Context, rdb *redis.Client, lockKey string, backsto
 	n := &Notifier{
 		lockKey:  lockKey,
 		queue:    lockKey + ":queue",
-		channel:  lockKey + ":wake",
+		channel:  handoff.For(lockKey).Channel,
 		backstop: backstop,
 		rdb:      rdb,
 		log:      log,
 		done:     make(chan struct{}),
-		waiters:  map[string]chan struct{}{},
+		waiters:  map[string]chan int64{},
 		holders:  map[string]int{},
 	}
 	n.sub = rdb.Subscribe(ctx, n.channel)
@@ -109,15 +110,44 @@ func (n *Notifier) listen() {
 	// go-redis's Channel reconnects and resubscribes after a network error;
 	// it is closed only by Close.
 	for msg := range n.sub.Channel() {
+		g, err := handoff.ParseGrant(msg.Payload)
+		if err != nil {
+			n.log.Warn("a message on the wake-up channel", "channel", n.channel, "err", err)
+			continue
+		}
 		n.mu.Lock()
-		if ch, ok := n.waiters[msg.Payload]; ok {
+		if ch, ok := n.waiters[g.Owner]; ok {
 			select {
-			case ch <- struct{}{}:
+			case ch <- g.Token:
 			default: // already woken
 			}
 		}
 		n.mu.Unlock()
 	}
+}
+
+// register makes owner's channel of messages; unregister drops it.
+func (n *Notifier) register(owner string) <-chan int64 {
+	ch := make(chan int64, 1)
+	n.mu.Lock()
+	n.waiters[owner] = ch
+	n.mu.Unlock()
+	return ch
+}
+
+func (n *Notifier) unregister(owner string) {
+	n.mu.Lock()
+	delete(n.waiters, owner)
+	n.mu.Unlock()
+}
+
+// waitFor is how long a waiter whose context ends at its deadline waits in a
+// queue: until then, or defaultWait when it has none.
+func waitFor(ctx context.Context) time.Duration {
+	if deadline, ok := ctx.Deadline(); ok {
+		return max(time.Until(deadline), time.Millisecond)
+	}
+	return defaultWait
 }
 
 // Notified waits for a guard through a Notifier.
@@ -161,20 +191,9 @@ func (w *Notified) Acquire(ctx context.Context, owner string) (lease.Lease, erro
 // queued obtains the lock for owner through the queue.
 func (n *Notifier) queued(ctx context.Context, owner string, attempts *int, try func(context.Context) (lease.Lease, error)) (lease.Lease, error) {
 	attemptCtx := context.WithoutCancel(ctx)
-	woken := make(chan struct{}, 1)
-	n.mu.Lock()
-	n.waiters[owner] = woken
-	n.mu.Unlock()
-	defer func() {
-		n.mu.Lock()
-		delete(n.waiters, owner)
-		n.mu.Unlock()
-	}()
-
-	wait := defaultWait
-	if deadline, ok := ctx.Deadline(); ok {
-		wait = max(time.Until(deadline), time.Millisecond)
-	}
+	woken := n.register(owner)
+	defer n.unregister(owner)
+	wait := waitFor(ctx)
 	first, err := n.enqueue(attemptCtx, owner, wait)
 	if err != nil {
 		return nil, err

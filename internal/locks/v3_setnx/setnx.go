@@ -13,6 +13,7 @@ package setnx
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"time"
@@ -21,7 +22,17 @@ import (
 	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/abandon"
 	"github.com/locklab/locklab/internal/locks/fence"
+	"github.com/locklab/locklab/internal/locks/handoff"
 	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed try.lua
+	trySrc    string
+	tryScript = handoff.Script(trySrc)
+	//go:embed handover.lua
+	handoverSrc    string
+	handoverScript = handoff.Script(handoverSrc)
 )
 
 // Client is the part of a Redis client this package uses.
@@ -41,12 +52,17 @@ type Options struct {
 	// Fence hands out a fencing token with each acquisition, issued in the
 	// same atomic step as the lock (package fence).
 	Fence bool
+	// Handoff makes release hand the lock to the first waiter queued by
+	// TryOrQueue (-wait handoff, package handoff) instead of deleting it.
+	// The owner check (v5), or its absence (v3, v4), stays as it was.
+	Handoff bool
 }
 
 // Locker is a v3, v4 or v5 lock, safe for concurrent use.
 type Locker struct {
 	rdb  Client
 	opts Options
+	keys handoff.Keys
 }
 
 // New returns a Locker over rdb.
@@ -54,7 +70,7 @@ func New(rdb Client, opts Options) *Locker {
 	if opts.Key == "" {
 		opts.Key = "lock"
 	}
-	return &Locker{rdb: rdb, opts: opts}
+	return &Locker{rdb: rdb, opts: opts, keys: handoff.For(opts.Key)}
 }
 
 // Key is the lock key.
@@ -70,7 +86,57 @@ func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, err
 	case !ok:
 		return nil, lease.ErrTaken
 	}
-	return lease.New(func(ctx context.Context) error { return l.release(ctx, owner) }, token, nil), nil
+	return l.lease(owner, token), nil
+}
+
+func (l *Locker) lease(owner string, token int64) lease.Lease {
+	return lease.New(func(ctx context.Context) error { return l.release(ctx, owner) }, token, nil)
+}
+
+// TryOrQueue makes one attempt, as TryAcquire does, and when the lock is
+// taken queues owner to wait up to wait in the same step, and answers
+// lease.ErrTaken (-wait handoff). queued says owner is queued already: then
+// a release may have handed it the lock, and it is told so.
+func (l *Locker) TryOrQueue(ctx context.Context, owner string, wait time.Duration, queued bool) (lease.Lease, error) {
+	n, err := tryScript.Run(ctx, l.rdb, l.keys.List(), owner, fence.PX(l.opts.TTL), handoff.Flag(l.opts.Fence),
+		fence.PX(wait), handoff.Flag(queued)).Int64()
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("setnx: acquire or queue for %s: %w", l.opts.Key, err)
+	case n == 0:
+		return nil, lease.ErrTaken
+	case !l.opts.Fence:
+		n = 0
+	}
+	return l.lease(owner, n), nil
+}
+
+// Granted is the lease of the hold a release handed owner, with its token.
+func (l *Locker) Granted(ctx context.Context, owner string, token int64) lease.Lease {
+	return l.lease(owner, token)
+}
+
+// Leave takes owner out of the queue; if a release handed it the lock
+// meanwhile, it passes the lock on.
+func (l *Locker) Leave(ctx context.Context, owner string) error {
+	return handoff.Leave(ctx, l.rdb, l.keys, owner, func(ctx context.Context) error { return l.release(ctx, owner) })
+}
+
+// HandOver releases by handing the lock to the first waiter still queued, or
+// freeing it when none waits. checked compares the owner in the same step
+// (v6); otherwise whatever holds the lock is handed over, as v3 to v5's DEL
+// deletes it. It returns lease.ErrNotHeld when the lock was gone or, checked,
+// another owner's.
+func (l *Locker) HandOver(ctx context.Context, owner string, checked bool) error {
+	n, err := handoverScript.Run(ctx, l.rdb, l.keys.List(), owner, handoff.Flag(checked), fence.PX(l.opts.TTL),
+		handoff.Flag(l.opts.Fence), l.keys.Channel).Int()
+	if err != nil {
+		return fmt.Errorf("setnx: hand over %s: %w", l.opts.Key, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("setnx: hand over %s: %w", l.opts.Key, lease.ErrNotHeld)
+	}
+	return nil
 }
 
 func (l *Locker) release(ctx context.Context, owner string) error {
@@ -86,6 +152,9 @@ func (l *Locker) release(ctx context.Context, owner string) error {
 		// expire and another owner take the lock; this DEL then removes theirs.
 		// (The release-race scenario holds it open on purpose.)
 		chaos.BeforeDelete(ctx)
+	}
+	if l.opts.Handoff {
+		return l.HandOver(ctx, owner, false)
 	}
 	n, err := l.rdb.Del(ctx, l.opts.Key).Result()
 	if err != nil {

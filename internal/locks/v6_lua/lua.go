@@ -15,6 +15,7 @@ import (
 
 	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
+	"github.com/locklab/locklab/internal/locks/handoff"
 	setnx "github.com/locklab/locklab/internal/locks/v3_setnx"
 	"github.com/redis/go-redis/v9"
 )
@@ -29,14 +30,18 @@ type Options struct {
 	Key   string        // the lock key; default "lock"
 	TTL   time.Duration // lease, sent in milliseconds; default 20 s (the tutorial's)
 	Fence bool          // hand out a fencing token with each acquisition
+	// Handoff makes release hand the lock to the first queued waiter (-wait
+	// handoff), with the owner checked in the same script, as v6 checks it.
+	Handoff bool
 }
 
 // Locker is a v6 lock, safe for concurrent use: v4's acquire (package setnx)
 // with its own release.
 type Locker struct {
-	v4  *setnx.Locker
-	rdb redis.Scripter
-	key string
+	v4      *setnx.Locker
+	rdb     redis.Scripter
+	key     string
+	handoff bool
 }
 
 // New returns a Locker over rdb.
@@ -45,7 +50,7 @@ func New(rdb setnx.Client, opts Options) *Locker {
 		opts.TTL = 20 * time.Second
 	}
 	v4 := setnx.New(rdb, setnx.Options{Key: opts.Key, TTL: opts.TTL, Fence: opts.Fence})
-	return &Locker{v4: v4, rdb: rdb, key: v4.Key()}
+	return &Locker{v4: v4, rdb: rdb, key: v4.Key(), handoff: opts.Handoff}
 }
 
 // TryAcquire makes v4's one SET key owner NX PX ttl attempt: a lease that
@@ -56,13 +61,42 @@ func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, err
 	if err != nil {
 		return nil, err
 	}
-	return lease.WithRelease(held, func(ctx context.Context) error { return l.release(ctx, owner) }), nil
+	return l.own(held, owner), nil
+}
+
+// own gives a lease of v4's acquire v6's release.
+func (l *Locker) own(held lease.Lease, owner string) lease.Lease {
+	return lease.WithRelease(held, func(ctx context.Context) error { return l.release(ctx, owner) })
+}
+
+// TryOrQueue is v4's attempt that queues when the lock is taken (-wait
+// handoff): a lease that releases as v6 does, or lease.ErrTaken.
+func (l *Locker) TryOrQueue(ctx context.Context, owner string, wait time.Duration, queued bool) (lease.Lease, error) {
+	held, err := l.v4.TryOrQueue(ctx, owner, wait, queued)
+	if err != nil {
+		return nil, err
+	}
+	return l.own(held, owner), nil
+}
+
+// Granted is the lease of the hold a release handed owner, with its token.
+func (l *Locker) Granted(ctx context.Context, owner string, token int64) lease.Lease {
+	return l.own(l.v4.Granted(ctx, owner, token), owner)
+}
+
+// Leave takes owner out of the queue; if a release handed it the lock
+// meanwhile, it passes the lock on.
+func (l *Locker) Leave(ctx context.Context, owner string) error {
+	return handoff.Leave(ctx, l.rdb, handoff.For(l.key), owner, func(ctx context.Context) error { return l.release(ctx, owner) })
 }
 
 func (l *Locker) release(ctx context.Context, owner string) error {
 	// The release-race scenario pauses here, as it pauses v5 between its GET
 	// and DEL; the script below checks the owner in the same step as it deletes.
 	chaos.BeforeDelete(ctx)
+	if l.handoff {
+		return l.v4.HandOver(ctx, owner, true)
+	}
 	n, err := releaseScript.Run(ctx, l.rdb, []string{l.key}, owner).Int()
 	if err != nil {
 		return fmt.Errorf("lua: release %s: %w", l.key, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/abandon"
 	"github.com/locklab/locklab/internal/locks/fence"
+	"github.com/locklab/locklab/internal/locks/handoff"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -27,6 +28,13 @@ var (
 
 	acquireScript = redis.NewScript(acquireSrc)
 	releaseScript = redis.NewScript(releaseSrc)
+
+	//go:embed try.lua
+	trySrc    string
+	tryScript = handoff.Script(trySrc, handoff.Plain{Name: "v7_acquire", Src: acquireSrc})
+	//go:embed handover.lua
+	handoverSrc    string
+	handoverScript = handoff.Script(handoverSrc, handoff.Plain{Name: "v7_release", Src: releaseSrc})
 )
 
 // Options configure a Locker. The zero value is a 20 s lease on the key "lock".
@@ -34,12 +42,16 @@ type Options struct {
 	Key   string        // the lock key (a hash); default "lock"
 	TTL   time.Duration // lease, sent to Redis in milliseconds; default 20 s (the tutorial's)
 	Fence bool          // hand out a fencing token with each owner's first hold
+	// Handoff makes the outermost release hand the lock to the first waiter
+	// queued by TryOrQueue (-wait handoff, package handoff).
+	Handoff bool
 }
 
 // Locker is a v7 lock, safe for concurrent use.
 type Locker struct {
 	rdb  redis.Scripter
 	opts Options
+	keys handoff.Keys
 }
 
 // New returns a Locker over rdb.
@@ -50,7 +62,7 @@ func New(rdb redis.Scripter, opts Options) *Locker {
 	if opts.TTL <= 0 {
 		opts.TTL = 20 * time.Second
 	}
-	return &Locker{rdb: rdb, opts: opts}
+	return &Locker{rdb: rdb, opts: opts, keys: handoff.For(opts.Key)}
 }
 
 // Key is the lock key.
@@ -63,27 +75,59 @@ func (l *Locker) TTL() time.Duration { return l.opts.TTL }
 // lease.ErrTaken when another owner holds the lock. An owner that already
 // holds it gets another hold at once (with the same fencing token).
 func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, error) {
-	flag := "0"
-	if l.opts.Fence {
-		flag = "1"
-	}
 	n, err := acquireScript.Run(ctx, l.rdb, []string{l.opts.Key, fence.CounterKey(l.opts.Key)},
-		owner, l.opts.TTL.Milliseconds(), flag).Int64()
+		owner, l.opts.TTL.Milliseconds(), handoff.Flag(l.opts.Fence)).Int64()
+	if err != nil {
+		err = abandon.After(ctx, l.rdb, l.opts.Key, owner, err)
+	}
+	return l.held(ctx, owner, "acquire", n, err)
+}
+
+// held turns a script's reply, a token (1 when unfenced) or 0 when the lock
+// is taken, into a lease.
+func (l *Locker) held(ctx context.Context, owner, what string, n int64, err error) (lease.Lease, error) {
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("reentrant: acquire %s: %w", l.opts.Key, abandon.After(ctx, l.rdb, l.opts.Key, owner, err))
+		return nil, fmt.Errorf("reentrant: %s %s: %w", what, l.opts.Key, err)
 	case n == 0:
 		return nil, lease.ErrTaken
+	case !l.opts.Fence:
+		n = 0
 	}
-	var token int64
-	if l.opts.Fence {
-		token = n
-	}
-	return lease.New(func(ctx context.Context) error { return l.release(ctx, owner) }, token, nil), nil
+	return l.Granted(ctx, owner, n), nil
+}
+
+// TryOrQueue makes one attempt, as TryAcquire does, and when another owner
+// holds the lock queues owner to wait up to wait in the same step, and
+// answers lease.ErrTaken (-wait handoff). queued says owner is queued
+// already: then a release may have handed it the lock, and it is told so.
+func (l *Locker) TryOrQueue(ctx context.Context, owner string, wait time.Duration, queued bool) (lease.Lease, error) {
+	n, err := tryScript.Run(ctx, l.rdb, l.keys.List(), owner, l.opts.TTL.Milliseconds(), handoff.Flag(l.opts.Fence),
+		fence.PX(wait), handoff.Flag(queued)).Int64()
+	return l.held(ctx, owner, "acquire or queue for", n, err)
+}
+
+// Granted is the lease of a hold of owner's with its token: one a release
+// handed it, or one it took.
+func (l *Locker) Granted(ctx context.Context, owner string, token int64) lease.Lease {
+	return lease.New(func(ctx context.Context) error { return l.release(ctx, owner) }, token, nil)
+}
+
+// Leave takes owner out of the queue; if a release handed it the lock
+// meanwhile, it passes the lock on.
+func (l *Locker) Leave(ctx context.Context, owner string) error {
+	return handoff.Leave(ctx, l.rdb, l.keys, owner, func(ctx context.Context) error { return l.release(ctx, owner) })
 }
 
 func (l *Locker) release(ctx context.Context, owner string) error {
-	n, err := releaseScript.Run(ctx, l.rdb, []string{l.opts.Key}, owner).Int()
+	var n int
+	var err error
+	if l.opts.Handoff {
+		n, err = handoverScript.Run(ctx, l.rdb, l.keys.List(), owner, l.opts.TTL.Milliseconds(),
+			handoff.Flag(l.opts.Fence), l.keys.Channel).Int()
+	} else {
+		n, err = releaseScript.Run(ctx, l.rdb, []string{l.opts.Key}, owner).Int()
+	}
 	if err != nil {
 		return fmt.Errorf("reentrant: release %s: %w", l.opts.Key, err)
 	}

@@ -85,6 +85,30 @@ func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, err
 	if err != nil {
 		return nil, err
 	}
+	return l.watched(ctx, owner, inner), nil
+}
+
+// TryOrQueue is v7's attempt that queues when the lock is taken (-wait
+// handoff), watched as TryAcquire's hold is.
+func (l *Locker) TryOrQueue(ctx context.Context, owner string, wait time.Duration, queued bool) (lease.Lease, error) {
+	inner, err := l.inner.TryOrQueue(ctx, owner, wait, queued)
+	if err != nil {
+		return nil, err
+	}
+	return l.watched(ctx, owner, inner), nil
+}
+
+// Granted is the lease of the hold a release handed owner, with its token:
+// its watchdog starts now.
+func (l *Locker) Granted(ctx context.Context, owner string, token int64) lease.Lease {
+	return l.watched(ctx, owner, l.inner.Granted(ctx, owner, token))
+}
+
+// Leave is v7's: a hold handed over while owner was leaving had no watchdog.
+func (l *Locker) Leave(ctx context.Context, owner string) error { return l.inner.Leave(ctx, owner) }
+
+// watched returns inner, a hold of owner's, with the watchdog renewing it.
+func (l *Locker) watched(ctx context.Context, owner string, inner lease.Lease) lease.Lease {
 	l.mu.Lock()
 	d := l.dogs[owner]
 	if d == nil {
@@ -108,7 +132,7 @@ func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, err
 		}
 		return inner.Release(ctx)
 	}
-	return lease.New(release, inner.Token(), d.lost), nil
+	return lease.New(release, inner.Token(), d.lost)
 }
 
 func (l *Locker) start(ctx context.Context, owner string) *dog {

@@ -1,0 +1,384 @@
+package retry_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/internal/lease"
+	"github.com/locklab/locklab/internal/locks/handoff"
+	"github.com/locklab/locklab/internal/locks/retry"
+	setnx "github.com/locklab/locklab/internal/locks/v3_setnx"
+	lua "github.com/locklab/locklab/internal/locks/v6_lua"
+	reentrant "github.com/locklab/locklab/internal/locks/v7_reentrant"
+	watchdog "github.com/locklab/locklab/internal/locks/v8_watchdog"
+	"github.com/locklab/locklab/internal/locktest"
+	"github.com/locklab/locklab/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// queuers are v3 to v8 built for -wait handoff on key, with lease ttl (v3
+// has none), fenced or not.
+func queuers(rdb *redis.Client, key string, ttl time.Duration, fenced bool) map[string]retry.Queuer {
+	hash := reentrant.Options{Key: key, TTL: ttl, Fence: fenced, Handoff: true}
+	return map[string]retry.Queuer{
+		"v3": setnx.New(rdb, setnx.Options{Key: key, Fence: fenced, Handoff: true}),
+		"v4": setnx.New(rdb, setnx.Options{Key: key, TTL: ttl, Fence: fenced, Handoff: true}),
+		"v5": setnx.New(rdb, setnx.Options{Key: key, TTL: ttl, OwnerCheck: true, Fence: fenced, Handoff: true}),
+		"v6": lua.New(rdb, lua.Options{Key: key, TTL: ttl, Fence: fenced, Handoff: true}),
+		"v7": reentrant.New(rdb, hash),
+		"v8": watchdog.New(rdb, hash, nil, nil),
+	}
+}
+
+// handedOff is g waiting by hand-off through its own Notifier: a replica. The
+// backstop is a minute, so a waiter that is served was handed the lock.
+func handedOff(t *testing.T, rdb *redis.Client, key string, g retry.Queuer, count retry.Counter) *retry.HandedOff {
+	return retry.Handoff(g, notifier(t, rdb, key, time.Minute), count)
+}
+
+// Two replicas' waiters, through hand-offs only, never overlap and lose no
+// update, fenced or not; and fenced, each holder's token is newer.
+func TestHandoffExcludesAcrossProcesses(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	for _, fenced := range []bool{false, true} {
+		for name, g := range queuers(rdb, fmt.Sprint("lock-", fenced), 20*time.Second, fenced) {
+			t.Run(fmt.Sprint(name, " fenced=", fenced), func(t *testing.T) {
+				key := fmt.Sprint("lock-", fenced)
+				locktest.Exclusion(t, rdb, handedOff(t, rdb, key, g, nil), handedOff(t, rdb, key, g, nil))
+				if fenced {
+					locktest.Tokens(t, handedOff(t, rdb, key, g, nil))
+				}
+				if n := rdb.Exists(context.Background(), key, key+":handoff", key+":handoff:deadlines").Val(); n != 0 {
+					t.Fatalf("%d of the lock and its queue's keys left behind", n)
+				}
+			})
+		}
+	}
+}
+
+// Waiters queued through two replicas are served in arrival order, each with
+// one attempt (the one that queued it); fenced, each handed a newer token.
+func TestHandoffServesInArrivalOrder(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	for name := range queuers(rdb, "", 0, false) {
+		t.Run(name, func(t *testing.T) {
+			key := "order-" + name
+			var (
+				mu       sync.Mutex
+				order    []int
+				tokens   []int64
+				attempts []int
+				wg       sync.WaitGroup
+			)
+			count := func(n int) { mu.Lock(); attempts = append(attempts, n); mu.Unlock() }
+			procs := []*retry.HandedOff{}
+			for range 2 {
+				procs = append(procs, handedOff(t, rdb, key, queuers(rdb, key, 20*time.Second, true)[name], count))
+			}
+			held, err := procs[0].Acquire(ctx, "holder")
+			if err != nil {
+				t.Fatal(err)
+			}
+			const waiters = 6
+			for i := range waiters {
+				wg.Go(func() {
+					l, err := procs[i%2].Acquire(ctx, fmt.Sprint("waiter-", i))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					order, tokens = append(order, i), append(tokens, l.Token())
+					mu.Unlock()
+					if err := l.Release(ctx); err != nil {
+						t.Error(err)
+					}
+				})
+				// The next waiter arrives only once this one is in the queue.
+				locktest.WaitFor(t, 5*time.Second, "waiter in the queue", func() bool {
+					return rdb.ZCard(ctx, key+":handoff").Val() == int64(i+1)
+				})
+			}
+			if err := held.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+			for i, got := range order {
+				if got != i {
+					t.Fatalf("served in order %v, want 0..%d", order, waiters-1)
+				}
+				if tokens[i] != held.Token()+int64(i)+1 {
+					t.Fatalf("tokens %v after the holder's %d: each hand-off must issue the next", tokens, held.Token())
+				}
+			}
+			for _, n := range attempts {
+				if n != 1 {
+					t.Fatalf("attempts per acquisition %v, want 1 each: a waiter handed the lock makes no attempt", attempts)
+				}
+			}
+			if n := rdb.Exists(ctx, key, key+":handoff", key+":handoff:deadlines").Val(); n != 0 {
+				t.Fatalf("%d of the lock and its queue's keys left behind", n)
+			}
+		})
+	}
+}
+
+// The give-up race, in both orders, on the string lock and the hash: a
+// waiter handed the lock while it leaves passes it on to the next waiter; a
+// waiter that left before the release is skipped by it.
+func TestHandoffGiveUpRace(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	for _, name := range []string{"v6", "v7"} {
+		for _, grantedFirst := range []bool{true, false} {
+			t.Run(fmt.Sprint(name, " granted first=", grantedFirst), func(t *testing.T) {
+				key := fmt.Sprint("race-", name, grantedFirst)
+				g := queuers(rdb, key, 20*time.Second, false)[name]
+				holder, err := g.TryOrQueue(ctx, "holder", time.Minute, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Two waiters queue; neither waits on a subscription, so the
+				// order of events is the test's.
+				for _, w := range []string{"leaver", "next"} {
+					if _, err := g.TryOrQueue(ctx, w, time.Minute, false); !errors.Is(err, lease.ErrTaken) {
+						t.Fatalf("%s: %v, want queued", w, err)
+					}
+				}
+				if grantedFirst {
+					release(t, holder)
+					assertHolder(t, rdb, key, "leaver")
+					if err := g.Leave(ctx, "leaver"); err != nil {
+						t.Fatal(err)
+					}
+				} else {
+					if err := g.Leave(ctx, "leaver"); err != nil {
+						t.Fatal(err)
+					}
+					release(t, holder)
+				}
+				assertHolder(t, rdb, key, "next")
+				l, err := g.TryOrQueue(ctx, "next", time.Minute, true) // its backstop check finds the grant
+				if err != nil {
+					t.Fatalf("the next waiter was not told it holds the lock: %v", err)
+				}
+				release(t, l)
+				if n := rdb.Exists(ctx, key, key+":handoff", key+":handoff:deadlines").Val(); n != 0 {
+					t.Fatalf("%d of the lock and its queue's keys left behind", n)
+				}
+			})
+		}
+	}
+}
+
+// The same race through Acquire: a waiter whose context ends as the lock is
+// handed to it either returns the lease or passes it on; either way the
+// waiter behind it is served, and nothing is left behind.
+func TestHandoffGiveUpRaceThroughAcquire(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	g := handedOff(t, rdb, "lock", queuers(rdb, "lock", 20*time.Second, false)["v6"], nil)
+	for i := range 20 {
+		held, err := g.Acquire(ctx, fmt.Sprint("holder-", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lctx, cancel := context.WithCancel(ctx)
+		leaver := make(chan error, 1)
+		go func() {
+			l, err := g.Acquire(lctx, fmt.Sprint("leaver-", i))
+			if err == nil {
+				err = l.Release(ctx)
+			}
+			leaver <- err
+		}()
+		locktest.WaitFor(t, 5*time.Second, "the leaver queued", func() bool { return rdb.ZCard(ctx, "lock:handoff").Val() == 1 })
+		next := takeAndGive(ctx, g, fmt.Sprint("next-", i))
+		locktest.WaitFor(t, 5*time.Second, "the next waiter queued", func() bool { return rdb.ZCard(ctx, "lock:handoff").Val() == 2 })
+		go cancel() // races the release below
+		release(t, held)
+		if err := <-leaver; err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+		if err := <-next; err != nil {
+			t.Fatalf("the waiter behind the leaver: %v", err)
+		}
+		if n := rdb.Exists(ctx, "lock", "lock:handoff", "lock:handoff:deadlines").Val(); n != 0 {
+			t.Fatalf("round %d: %d of the lock and its queue's keys left behind", i, n)
+		}
+	}
+}
+
+// A waiter that died while queued is still handed the lock, and holds it
+// until its lease ends: the waiter behind it waits about one lease (its check
+// every backstop then finds the lock free). With v3, which has no lease, the
+// dead waiter holds it for ever: v3's own lesson.
+func TestHandoffCrashedWaiter(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	const ttl = 300 * time.Millisecond
+	for _, name := range []string{"v3", "v6", "v8"} {
+		t.Run(name, func(t *testing.T) {
+			key := "crash-" + name
+			g := queuers(rdb, key, ttl, false)[name]
+			holder, err := g.TryOrQueue(ctx, "holder", time.Minute, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := g.TryOrQueue(ctx, "dead", time.Minute, false); !errors.Is(err, lease.ErrTaken) {
+				t.Fatalf("the waiter that dies: %v, want queued", err)
+			}
+			w := retry.Handoff(g, notifier(t, rdb, key, 20*time.Millisecond), nil)
+			wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			got := make(chan error, 1)
+			start := time.Now()
+			go func() {
+				l, err := w.Acquire(wctx, "alive")
+				if err == nil {
+					err = l.Release(ctx)
+				}
+				got <- err
+			}()
+			locktest.WaitFor(t, 5*time.Second, "the live waiter queued", func() bool { return rdb.ZCard(ctx, key+":handoff").Val() == 2 })
+			release(t, holder)
+			assertHolder(t, rdb, key, "dead")
+			err = <-got
+			if name == "v3" {
+				if !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("v3: the live waiter got %v, want its deadline: a dead holder with no lease holds for ever", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("the live waiter: %v", err)
+			}
+			if waited := time.Since(start); waited < ttl {
+				t.Fatalf("the live waiter was served after %s, before the dead waiter's lease of %s ended", waited, ttl)
+			}
+		})
+	}
+}
+
+// A nested v7 or v8 acquisition takes a hold at once, never queued behind the
+// waiters for the lock its owner holds; only the outermost release hands the
+// lock over.
+func TestHandoffNested(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	for _, name := range []string{"v7", "v8"} {
+		t.Run(name, func(t *testing.T) {
+			key := "nested-" + name
+			g := handedOff(t, rdb, key, queuers(rdb, key, 20*time.Second, true)[name], nil)
+			outer, err := g.Acquire(ctx, "owner")
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := takeAndGive(ctx, g, "other")
+			locktest.WaitFor(t, 5*time.Second, "the other owner queued", func() bool { return rdb.ZCard(ctx, key+":handoff").Val() == 1 })
+			nctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			inner, err := g.Acquire(nctx, "owner")
+			if err != nil {
+				t.Fatalf("nested acquisition: %v", err)
+			}
+			if inner.Token() != outer.Token() {
+				t.Fatalf("nested token %d, outer %d: one holder, one token", inner.Token(), outer.Token())
+			}
+			release(t, inner)
+			assertHolder(t, rdb, key, "owner")
+			release(t, outer)
+			if err := <-done; err != nil {
+				t.Fatalf("the other owner: %v", err)
+			}
+		})
+	}
+}
+
+// v6 is not reentrant: with hand-off too, an owner asking again waits on
+// itself until its deadline, and leaves nothing queued.
+func TestHandoffV6WaitsOnItself(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	g := handedOff(t, rdb, "lock", queuers(rdb, "lock", 20*time.Second, false)["v6"], nil)
+	held, err := g.Acquire(ctx, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	locktest.Waits(t, g, "owner")
+	if n := rdb.Exists(ctx, "lock:handoff").Val(); n != 0 {
+		t.Fatal("the waiter that gave up is still queued")
+	}
+	release(t, held)
+}
+
+func release(t *testing.T, l lease.Lease) {
+	t.Helper()
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// assertHolder fails unless owner holds key's lock, a string or a hash.
+func assertHolder(t *testing.T, rdb *redis.Client, key, owner string) {
+	t.Helper()
+	ctx := context.Background()
+	if v, err := rdb.Get(ctx, key).Result(); err == nil {
+		if v != owner {
+			t.Fatalf("%s holds %s, want %s", v, key, owner)
+		}
+		return
+	}
+	if held, err := rdb.HExists(ctx, key, owner).Result(); err != nil || !held {
+		t.Fatalf("%s does not hold %s (%v): %v", owner, key, rdb.HGetAll(ctx, key).Val(), err)
+	}
+}
+
+// A queued waiter whose deadline has passed (it died without leaving) is
+// skipped by the release: the lock goes to the live waiter behind it.
+func TestHandoffSkipsExpiredEntries(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	g := queuers(rdb, "lock", 20*time.Second, false)["v4"]
+	holder, err := g.TryOrQueue(ctx, "holder", time.Minute, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.TryOrQueue(ctx, "expired", time.Millisecond, false); !errors.Is(err, lease.ErrTaken) {
+		t.Fatalf("expired: %v, want queued", err)
+	}
+	if _, err := g.TryOrQueue(ctx, "live", time.Minute, false); !errors.Is(err, lease.ErrTaken) {
+		t.Fatalf("live: %v, want queued", err)
+	}
+	deadline, err := rdb.HGet(ctx, "lock:handoff:deadlines", "expired").Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	locktest.WaitFor(t, 5*time.Second, "Redis's clock past the entry's deadline", func() bool {
+		now, err := rdb.Time(ctx).Result()
+		return err == nil && now.UnixMilli() > deadline
+	})
+	release(t, holder)
+	assertHolder(t, rdb, "lock", "live")
+	if n := rdb.HLen(ctx, "lock:handoff:deadlines").Val() + rdb.ZCard(ctx, "lock:handoff").Val(); n != 0 {
+		t.Fatalf("%d queue entries left: the expired one must be dropped", n)
+	}
+}
+
+// A grant's message carries the owner and its token; notify's carries the
+// owner alone; anything else is refused.
+func TestParseGrant(t *testing.T) {
+	for payload, want := range map[string]handoff.Grant{"a:1 7": {Owner: "a:1", Token: 7}, "a:1 0": {Owner: "a:1"}, "a:1": {Owner: "a:1"}} {
+		if got, err := handoff.ParseGrant(payload); err != nil || got != want {
+			t.Errorf("ParseGrant(%q) = %+v, %v; want %+v", payload, got, err, want)
+		}
+	}
+	if _, err := handoff.ParseGrant("a:1 x"); err == nil {
+		t.Error("a bad token parsed")
+	}
+}

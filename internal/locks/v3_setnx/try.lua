@@ -1,0 +1,40 @@
+-- One attempt at the string lock (v3 to v6) for -wait handoff: take it if it
+-- is free, or else join the queue in the same step. Follows the hand-off
+-- queue functions (package handoff, queue.lua).
+-- KEYS[1]: the lock key. KEYS[2]: the fencing counter (used only when ARGV[3]
+-- is 1). KEYS[3]: the queue. KEYS[4]: the deadlines.
+-- ARGV[1]: the owner.
+-- ARGV[2]: the lease in ms; 0 means no expiry (v3).
+-- ARGV[3]: 1 to hand out a fencing token.
+-- ARGV[4]: how long the owner waits, in ms, if it must.
+-- ARGV[5]: 1 when the owner is already queued: a release may have handed it
+--          the lock (it is then no longer queued), and its message been lost.
+-- Returns the token (1 when unfenced) when the owner holds the lock now, 0
+-- when it is queued. A free lock is taken even if others are queued: it is
+-- free with waiters only after a lease ran out, and they take it at their
+-- next check in the same way.
+local owner = ARGV[1]
+local fenced = ARGV[3] == '1'
+if ARGV[5] == '1' and redis.call('GET', KEYS[1]) == owner and not redis.call('ZSCORE', KEYS[3], owner) then
+  if fenced then
+    return tonumber(redis.call('GET', KEYS[2]))
+  end
+  return 1
+end
+local ok
+if tonumber(ARGV[2]) > 0 then
+  ok = redis.call('SET', KEYS[1], owner, 'NX', 'PX', ARGV[2])
+else
+  ok = redis.call('SET', KEYS[1], owner, 'NX')
+end
+if ok then
+  if ARGV[5] == '1' then
+    handoff_dequeue(KEYS[3], KEYS[4], owner)
+  end
+  if fenced then
+    return redis.call('INCR', KEYS[2])
+  end
+  return 1
+end
+handoff_enqueue(KEYS[3], KEYS[4], owner, tonumber(ARGV[4]))
+return 0
