@@ -13,14 +13,14 @@ CLUSTER := $(GO) run ./cmd/cluster
 URL := http://localhost:$(PORT)
 REPORT := $(CURDIR)/report.html
 
-.PHONY: fuzz stress test-busy bench bench-readme bench-guards scenarios scenarios-readme test test-e2e e2e-compose images-offline vet build check-redis up down status demo bench-loadtest clean
+.PHONY: fuzz stress test-busy bench bench-readme bench-guards scenarios scenarios-readme test test-e2e e2e-compose images-offline vet build check-tools up down status demo bench-loadtest clean
 
-test: check-redis vet
+test: check-tools vet
 	$(GO) test -race ./...
 
 # The end-to-end suite: starts the local cluster (nginx on a free port) and
 # asserts the oversell three runs in a row. Needs redis-server and nginx.
-test-e2e: check-redis
+test-e2e: check-tools
 	$(GO) test -tags e2e -count=1 -v ./e2e/
 
 # Each fuzz test for FUZZTIME (CI: 30s each): the stock values (Go and Lua
@@ -28,7 +28,7 @@ test-e2e: check-redis
 # environment. A failing input is saved under the package's testdata/fuzz.
 FUZZTIME ?= 30s
 FUZZ := ./internal/sale:FuzzStockValues ./internal/server:FuzzSetStock ./internal/server:FuzzSaleQuery ./cmd/inventory:FuzzConfig
-fuzz: check-redis
+fuzz: check-tools
 	@log=$$(mktemp); trap 'rm -f $$log' EXIT; for f in $(FUZZ); do \
 	  echo "fuzz: $${f#*:} ($${f%%:*}, $(FUZZTIME))"; \
 	  $(GO) test -run '^$$' -fuzz "^$${f#*:}$$" -fuzztime $(FUZZTIME) "$${f%%:*}" >$$log 2>&1 || \
@@ -39,7 +39,7 @@ fuzz: check-redis
 # The timing-sensitive packages 20 times over with the race detector while
 # every core is kept busy by spinners: what a loaded CI machine does to them.
 STRESS_PKGS := ./internal/locks/... ./internal/sale ./internal/server ./internal/history ./internal/checker ./cmd/inventory
-stress: check-redis
+stress: check-tools
 	@spin=""; for _ in $$(seq $$(nproc)); do (while :; do :; done) & spin="$$spin $$!"; done; \
 	trap 'kill $$spin 2>/dev/null' EXIT; \
 	$(GO) test -race -count=20 $(STRESS_PKGS)
@@ -47,7 +47,7 @@ stress: check-redis
 # make test RUNS times in a row (no cached results) with every core kept
 # busy by spinners: it must pass every time.
 RUNS ?= 10
-test-busy: check-redis
+test-busy: check-tools
 	@spin=""; for _ in $$(seq $$(nproc)); do (while :; do :; done) & spin="$$spin $$!"; done; \
 	log=$$(mktemp); trap 'kill $$spin 2>/dev/null; rm -f $$log' EXIT; \
 	for i in $$(seq $(RUNS)); do \
@@ -64,10 +64,14 @@ vet:
 build:
 	$(GO) build -o bin/inventory ./cmd/inventory
 
-check-redis:
+check-tools:
 	@command -v redis-server >/dev/null 2>&1 || { \
 	  echo "redis-server is not installed; the tests start real Redis servers."; \
 	  echo "Install it: sudo apt-get install redis-server (Debian/Ubuntu), brew install redis (macOS)"; \
+	  exit 1; }
+	@command -v etcd >/dev/null 2>&1 || { \
+	  echo "etcd is not installed; the tests of the etcd lock start real etcd clusters."; \
+	  echo "Install it: sudo apt-get install etcd-server (Debian/Ubuntu), brew install etcd (macOS)"; \
 	  exit 1; }
 
 up:
@@ -126,7 +130,7 @@ scenarios-readme:
 
 # Each guard's uncontended acquire and release against a real Redis, for
 # benchstat: make bench-guards > old.txt; (change); make bench-guards > new.txt
-bench-guards: check-redis
+bench-guards: check-tools
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./internal/locks/...
 
 # Is the load test fast enough not to be the bottleneck? Its requests/s

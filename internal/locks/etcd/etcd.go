@@ -1,0 +1,173 @@
+// Package etcd is the CP row: a lock on a consensus system (seeds 002 and
+// 004: etcd, ZooKeeper, "强一致性 / CP 系统"), through etcd's own recipe,
+// go.etcd.io/etcd/client/v3/concurrency.
+//
+// Each acquisition opens a Session, a lease of -ttl kept alive by the client
+// ("租约"), and a Mutex on a prefix derived from the lock key: the waiter puts
+// a key under the prefix with its lease, and the oldest key holds the lock.
+// A waiter watches only the key just before its own ("前缀 + revision": no
+// thundering herd, woken instead of polling), so waiting is the mutex's own,
+// not package retry's. The fencing token is the holder's key's create
+// revision: cluster-wide, durable, and larger for every later holder (seed
+// 003's resource-side version number).
+//
+// What it fixes: a Raft majority decides, so a member's failure loses neither
+// the lock nor a token; waiters are served in arrival order. What it does not
+// fix: a holder paused past its lease (a GC pause, SIGSTOP) loses the lock
+// while it still believes it holds it, and writes anyway, unless the storage
+// checks its token. And it is not reentrant: a holder that asks again waits
+// on itself, like v6.
+package etcd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/locklab/locklab/internal/lease"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+)
+
+// Options configure a Locker. The zero value is a 20 s lease on the key "lock".
+type Options struct {
+	Key   string        // the lock key; the mutex's prefix is Key + "/"
+	TTL   time.Duration // the session's lease, in whole seconds (at least 1); default 20 s
+	Fence bool          // hand out the holder's key's create revision as its token
+}
+
+// Locker is an etcd lock, safe for concurrent use.
+type Locker struct {
+	cli    *clientv3.Client
+	prefix string
+	ttl    int
+	fence  bool
+}
+
+// New returns a Locker over cli.
+func New(cli *clientv3.Client, opts Options) *Locker {
+	if opts.Key == "" {
+		opts.Key = "lock"
+	}
+	if opts.TTL <= 0 {
+		opts.TTL = 20 * time.Second
+	}
+	return &Locker{cli: cli, prefix: opts.Key + "/", ttl: max(1, int(math.Ceil(opts.TTL.Seconds()))), fence: opts.Fence}
+}
+
+// Prefix is the mutex's key prefix: a waiter's key is the prefix and its
+// lease id.
+func (l *Locker) Prefix() string { return l.prefix }
+
+// Acquire waits for the lock until ctx ends: its session's key joins the
+// queue under the prefix, and it waits for the keys before it to go. The
+// lease it returns is lost (Lost closed) when the session ends: its lease
+// expired, or keeping it alive failed. owner names nothing in etcd (the
+// session's lease does); a nested acquisition by the same owner is a new
+// waiter, behind the hold it already has.
+func (l *Locker) Acquire(ctx context.Context, _ string) (lease.Lease, error) {
+	return l.acquire(ctx, func(m *concurrency.Mutex) error { return m.Lock(ctx) })
+}
+
+// TryAcquire makes one attempt: the lock, or lease.ErrTaken at once when
+// another session holds it.
+func (l *Locker) TryAcquire(ctx context.Context, _ string) (lease.Lease, error) {
+	return l.acquire(ctx, func(m *concurrency.Mutex) error {
+		err := m.TryLock(ctx)
+		if errors.Is(err, concurrency.ErrLocked) {
+			return lease.ErrTaken
+		}
+		return err
+	})
+}
+
+func (l *Locker) acquire(ctx context.Context, lock func(*concurrency.Mutex) error) (lease.Lease, error) {
+	// The lease is granted under the request's deadline (with no quorum,
+	// etcd never answers); its session, which keeps it alive, outlives the
+	// deadline (for as long as the sale runs) but not the release.
+	granted, err := l.cli.Grant(ctx, int64(l.ttl))
+	if err != nil {
+		return nil, l.failed(ctx, "grant a lease", err)
+	}
+	s, err := concurrency.NewSession(l.cli, concurrency.WithLease(granted.ID), concurrency.WithContext(context.WithoutCancel(ctx)))
+	if err != nil {
+		l.revoke(ctx, granted.ID)
+		return nil, l.failed(ctx, "open a session", err)
+	}
+	m := concurrency.NewMutex(s, l.prefix)
+	if err := lock(m); err != nil {
+		l.closeSession(ctx, s)
+		if errors.Is(err, lease.ErrTaken) {
+			return nil, err
+		}
+		return nil, l.failed(ctx, "lock", err)
+	}
+	var token int64
+	if l.fence {
+		if token, err = l.createRevision(ctx, m); err != nil {
+			_ = l.release(context.WithoutCancel(ctx), m)
+			l.closeSession(ctx, s)
+			return nil, l.failed(ctx, "read the token", err)
+		}
+	}
+	release := func(ctx context.Context) error {
+		defer l.closeSession(ctx, s)
+		return l.release(ctx, m)
+	}
+	return lease.New(release, token, s.Done()), nil
+}
+
+// failed is an acquisition's error: the context's cause when it ended (a
+// deadline: the sale answers lock_timeout), else etcd's (no quorum, a
+// member unreachable: unavailable).
+func (l *Locker) failed(ctx context.Context, what string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("lock not obtained: %w", context.Cause(ctx))
+	}
+	return fmt.Errorf("etcd: %s %s: %w", what, l.prefix, err)
+}
+
+// createRevision is the holder's key's create revision: its fencing token.
+func (l *Locker) createRevision(ctx context.Context, m *concurrency.Mutex) (int64, error) {
+	resp, err := l.cli.Get(context.WithoutCancel(ctx), m.Key())
+	if err != nil {
+		return 0, err
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, concurrency.ErrSessionExpired
+	}
+	return resp.Kvs[0].CreateRevision, nil
+}
+
+// release deletes the holder's key if it is still the one this hold created
+// (its lease may have expired and the key gone): lease.ErrNotHeld otherwise.
+func (l *Locker) release(ctx context.Context, m *concurrency.Mutex) error {
+	resp, err := l.cli.Txn(ctx).If(m.IsOwner()).Then(clientv3.OpDelete(m.Key())).Commit()
+	if err != nil {
+		return fmt.Errorf("etcd: release %s: %w", l.prefix, err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("etcd: release %s: %w", l.prefix, lease.ErrNotHeld)
+	}
+	return nil
+}
+
+// closeSession stops keeping the session's lease alive and revokes it, best
+// effort and within revokeTimeout: if that fails the lease expires by itself
+// at its TTL. (Session.Close would wait up to the whole TTL for a cluster
+// with no quorum.)
+func (l *Locker) closeSession(ctx context.Context, s *concurrency.Session) {
+	s.Orphan()
+	l.revoke(ctx, s.Lease())
+}
+
+func (l *Locker) revoke(ctx context.Context, id clientv3.LeaseID) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), revokeTimeout)
+	defer cancel()
+	_, _ = l.cli.Revoke(ctx, id)
+}
+
+// revokeTimeout bounds a lease's revocation.
+const revokeTimeout = time.Second

@@ -1,0 +1,135 @@
+package etcd_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/internal/etcdtest"
+	"github.com/locklab/locklab/internal/lease"
+	"github.com/locklab/locklab/internal/locks/etcd"
+	"github.com/locklab/locklab/internal/locktest"
+	"github.com/locklab/locklab/internal/redistest"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Two clients, each its own Locker (two replicas), never hold the lock at
+// once and lose no update; a third Locker's attempt while one holds is
+// refused at once; fenced, every holder's token is larger.
+func TestEtcdExcludesAcrossClients(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	rdb := redistest.Start(t).Client()
+	a := etcd.New(c.Client(), etcd.Options{Key: "lock", TTL: 10 * time.Second})
+	b := etcd.New(c.Client(), etcd.Options{Key: "lock", TTL: 10 * time.Second})
+	locktest.Exclusion(t, rdb, a, b)
+	locktest.OneAttempt(t, a)
+	locktest.Tokens(t, etcd.New(c.Client(), etcd.Options{Key: "lock", TTL: 10 * time.Second, Fence: true}))
+}
+
+// The token is the holder's key's create revision: larger for a later
+// holder across clients, and never 0 when fenced.
+func TestEtcdTokenIsTheCreateRevision(t *testing.T) {
+	ctx := context.Background()
+	cli, g, held := holding(t, true)
+	keys, err := cli.Get(ctx, g.Prefix(), clientv3.WithPrefix())
+	if err != nil || len(keys.Kvs) != 1 {
+		t.Fatalf("keys under the prefix: %v (err %v), want the holder's", keys.Kvs, err)
+	}
+	if got := keys.Kvs[0].CreateRevision; held.Token() != got {
+		t.Fatalf("token %d, the holder's key was created at revision %d", held.Token(), got)
+	}
+	release(t, held)
+	next, err := etcd.New(cli, etcd.Options{Key: "lock", TTL: 10 * time.Second, Fence: true}).Acquire(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Token() <= held.Token() {
+		t.Fatalf("the next holder's token %d is not larger than %d", next.Token(), held.Token())
+	}
+	release(t, next)
+}
+
+// With one member of three down the lock still works; with two down there is
+// no quorum: an acquisition fails by its deadline, clearly, and takes nothing.
+func TestEtcdMembersDown(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	a := etcd.New(c.Client(), etcd.Options{Key: "lock", TTL: 10 * time.Second})
+	b := etcd.New(c.Client(), etcd.Options{Key: "lock", TTL: 10 * time.Second})
+
+	c.Members[0].Stop()
+	locktest.Exclusion(t, rdb, a, b)
+
+	c.Members[1].Stop()
+	actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	l, err := a.Acquire(actx, "owner")
+	if err == nil {
+		release(t, l)
+		t.Fatal("obtained the lock with two of three members down")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("no quorum: err %v, want the deadline", err)
+	}
+	if waited := time.Since(start); waited > 4*time.Second {
+		t.Fatalf("gave up after %s on a 2 s deadline", waited)
+	}
+}
+
+// A hold whose lease ends under it (revoked here, as an expiry would) is
+// lost: Lost closes, and the release says the lock was not held.
+func TestEtcdLostLease(t *testing.T) {
+	ctx := context.Background()
+	cli, _, held := holding(t, false)
+	leases, err := cli.Leases(ctx)
+	if err != nil || len(leases.Leases) != 1 {
+		t.Fatalf("leases %v (err %v), want the holder's", leases, err)
+	}
+	if _, err := cli.Revoke(ctx, leases.Leases[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held.Lost():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lease was revoked and Lost never closed")
+	}
+	if err := held.Release(ctx); !errors.Is(err, lease.ErrNotHeld) {
+		t.Fatalf("release after the lease ended: %v, want lease.ErrNotHeld", err)
+	}
+}
+
+// The mutex is not reentrant: a holder that asks again waits on itself until
+// its deadline, and the waiting key it added is gone afterwards.
+func TestEtcdNotReentrant(t *testing.T) {
+	ctx := context.Background()
+	cli, g, held := holding(t, false)
+	locktest.Waits(t, g, "owner")
+	keys, err := cli.Get(ctx, g.Prefix(), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || keys.Count != 1 {
+		t.Fatalf("%d keys under the prefix (err %v), want only the holder's", keys.Count, err)
+	}
+	release(t, held)
+}
+
+// holding starts a three-member cluster and takes the lock on it: the
+// client, the Locker and the hold.
+func holding(t *testing.T, fenced bool) (*clientv3.Client, *etcd.Locker, lease.Lease) {
+	t.Helper()
+	cli := etcdtest.Start(t, 3).Client()
+	g := etcd.New(cli, etcd.Options{Key: "lock", TTL: 10 * time.Second, Fence: fenced})
+	held, err := g.Acquire(context.Background(), "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cli, g, held
+}
+
+func release(t *testing.T, l lease.Lease) {
+	t.Helper()
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
