@@ -19,6 +19,7 @@ import (
 
 	"github.com/locklab/locklab/internal/redistest"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // Cluster is a running etcd cluster.
@@ -106,7 +107,7 @@ func (c *Cluster) Endpoints() []string {
 // Client returns a client of every member, closed when the test ends.
 func (c *Cluster) Client() *clientv3.Client {
 	c.tb.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 2 * time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		c.tb.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func (m *Member) start() error {
 
 // waitHealthy waits until the member answers a status request with a leader.
 func (m *Member) waitHealthy(limit time.Duration) error {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: time.Second})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		return err
 	}

@@ -133,3 +133,10 @@ func release(t *testing.T, l lease.Lease) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkAcquireRelease is one uncontended hold: lease, key, release,
+// revoke (make bench-guards).
+func BenchmarkAcquireRelease(b *testing.B) {
+	g := etcd.New(etcdtest.Start(b, 3).Client(), etcd.Options{Key: "lock", TTL: 10 * time.Second})
+	locktest.BenchAcquireRelease(b, g)
+}
