@@ -149,7 +149,7 @@ func writeCharts(o options, rep *Report) error {
 	var table strings.Builder
 	writeTable(&table, rep)
 	page := fmt.Sprintf(`<!doctype html><html><head><meta charset="utf-8"><title>locklab bench</title>
-<style>body{font-family:sans-serif;margin:24px;color:#202124}pre{font-size:12px;overflow-x:auto}</style></head><body>
+<style>body{font-family:sans-serif;margin:24px;color:#202124}pre{font-size:10.5px;overflow-x:auto}</style></head><body>
 <h1>locklab: make bench</h1>
 <p>Every version through nginx at c=%d against its own ceilings, then its latency at a fixed arrival rate: an open model at 1/4, 1/2, 3/4 and 1 x the row's closed-loop sales/s, latency counted from each request's due time.</p>
 <h2>Latency against offered load</h2>
