@@ -47,6 +47,28 @@ func TestParseLocksKeepsTutorialOrder(t *testing.T) {
 	}
 }
 
+// -wait takes one wait, a list or all, in versions.Waits' order; each
+// version that waits as -wait says runs once per wait, the others once.
+func TestWaitsAndRuns(t *testing.T) {
+	for in, want := range map[string]string{"": "", "all": "poll,notify,handoff", "handoff, poll": "poll,handoff"} {
+		got, err := parseWaits(in)
+		if err != nil || strings.Join(got, ",") != want {
+			t.Errorf("parseWaits(%q) = %v, %v; want %s", in, got, err, want)
+		}
+	}
+	if _, err := parseWaits("poll,sometimes"); err == nil {
+		t.Error(`parseWaits accepted "sometimes"`)
+	}
+	waits, _ := parseWaits("all")
+	var runs []string
+	for _, r := range (options{locks: []string{"v2", "v6", "redlock"}, waits: waits}).runs() {
+		runs = append(runs, strings.TrimSpace(r.lock+" "+r.cfg.Wait))
+	}
+	if got := strings.Join(runs, ","); got != "v2,v6 poll,v6 notify,v6 handoff,redlock" {
+		t.Fatalf("runs %s", got)
+	}
+}
+
 // -expect-safe fails only for versions expected to be safe.
 func TestOversoldSafe(t *testing.T) {
 	got := oversoldSafe([]loadtest.Result{{Lock: "none", Oversold: 9}, {Lock: "v2", Oversold: 3}, {Lock: "v6", Oversold: 0}, {Lock: "v4", Oversold: 2}})

@@ -174,6 +174,7 @@ func TestProcessWaitAndMetrics(t *testing.T) {
 	}{
 		{"/sale?lock=v8&wait=notify", 200},
 		{"/sale?lock=v6&wait=poll", 409},
+		{"/sale?lock=v7&wait=handoff", 409},
 		{"/sale?wait=sometimes", 400},
 	} {
 		if status, body := get(c.path); status != c.status {
@@ -191,6 +192,9 @@ func TestProcessWaitAndMetrics(t *testing.T) {
 		`locklab_lock_acquire_attempts_count{lock="v6",wait="poll"} 1`,
 		`locklab_lock_hold_seconds_count{lock="v8",wait="notify"} 1`, // one hold, however nested
 		`locklab_lock_hold_seconds_count{lock="v6",wait="poll"} 1`,   // sold out, but it held the lock to find out
+		`locklab_lock_hold_seconds_count{lock="v7",wait="handoff"} 1`,
+		`locklab_lock_acquire_attempts_sum{lock="v7",wait="handoff"} 2`, // one attempt each, outer and nested
+		`locklab_redis_round_trips_total{node="`,
 		`locklab_watchdog_renewals_total 0`,
 		`locklab_watchdog_lost_leases_total 0`,
 		`process_resident_memory_bytes`,
