@@ -88,7 +88,7 @@ demo:
 	@$(CLUSTER) up
 	@status=0; \
 	$(GO) run ./loadtest -url $(URL)/sale -lock all -wait all -out $(REPORT) \
-	  -note "Local cluster (make up): $(REPLICAS) replicas behind nginx, three independent redis-server nodes, no persistence." \
+	  -note "Local cluster (make up): $(REPLICAS) replicas behind nginx, three independent redis-server nodes (no persistence), three etcd members." \
 	  || status=$$?; \
 	$(CLUSTER) down; \
 	echo "report: $(REPORT)"; \
@@ -112,11 +112,12 @@ e2e-compose:
 images-offline:
 	@bash deploy/offline/build-images.sh
 
-# Each version's flaw on demand: a cluster with the fault hooks on (-chaos), a
-# 1 s lease so that "longer than the lease" takes seconds, and a 5 s acquire
-# deadline; the scenarios; down, whatever happens.
+# Each version's flaw on demand: a cluster with the fault hooks on (-chaos),
+# the fault proxies between replicas and Redis nodes (FAULTS=1), a 1 s lease
+# so that "longer than the lease" takes seconds, and a 5 s acquire deadline;
+# the scenarios; down, whatever happens.
 SCENARIO ?= all
-SCENARIO_ENV := INVENTORY_CHAOS=true INVENTORY_ADMIN_TOKEN=scenarios INVENTORY_TTL=1s INVENTORY_ACQUIRE_TIMEOUT=5s
+SCENARIO_ENV := FAULTS=1 INVENTORY_CHAOS=true INVENTORY_ADMIN_TOKEN=scenarios INVENTORY_TTL=1s INVENTORY_ACQUIRE_TIMEOUT=5s
 scenarios:
 	@$(SCENARIO_ENV) $(CLUSTER) up
 	@status=0; \

@@ -20,8 +20,23 @@ const (
 	minMS, maxMS   = 0.1, 3000.0 // the y axis
 )
 
-// waitColour is each wait's line colour; atomic (no wait) is grey.
-var waitColour = map[string]string{"poll": "#b00020", "notify": "#e37400", "handoff": "#1a73e8", "": "#5f6368"}
+// waits are the legend's entries, in order: each way of waiting (etcd's is
+// its own watch), then atomic's none.
+var waits = []struct{ wait, name, colour string }{
+	{"poll", "poll", "#b00020"}, {"notify", "notify", "#e37400"}, {"handoff", "handoff", "#1a73e8"},
+	{"watch", "watch (etcd)", "#8e24aa"}, {"", "no lock (atomic)", "#5f6368"},
+}
+
+// waitColour is a wait's line colour (black for one the legend lacks, so a
+// new wait is never drawn invisible).
+func waitColour(wait string) string {
+	for _, w := range waits {
+		if w.wait == wait {
+			return w.colour
+		}
+	}
+	return "#000"
+}
 
 // latencySVG draws rows' latency curves.
 func latencySVG(rows []Row) string {
@@ -76,7 +91,7 @@ func panel(b *strings.Builder, x, y int, lock string, rows []Row) {
 	fmt.Fprintf(b, `<text x="%.0f" y="%.0f" fill="#555" transform="rotate(-90 %.0f %.0f)" text-anchor="middle">ms</text>`+"\n",
 		ox-34, oy+plotH/2, ox-34, oy+plotH/2)
 	for _, r := range rows {
-		colour := waitColour[r.Wait]
+		colour := waitColour(r.Wait)
 		for _, line := range []struct {
 			dash string
 			ms   func(LoadPoint) float64
@@ -98,17 +113,12 @@ func yOf(ms float64) float64 {
 }
 
 func legend(b *strings.Builder, x, y int) {
-	waits := []string{"poll", "notify", "handoff", ""}
 	for i, w := range waits {
-		name := w
-		if w == "" {
-			name = "no lock (atomic)"
-		}
-		lx := x + i*150
+		lx := x + i*130
 		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="3"/><text x="%d" y="%d">%s</text>`+"\n",
-			lx, lx+24, y, y, waitColour[w], lx+30, y+4, name)
+			lx, lx+24, y, y, w.colour, lx+30, y+4, w.name)
 	}
-	lx := x + len(waits)*150
+	lx := x + len(waits)*130
 	fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="#333" stroke-width="1.8"/><text x="%d" y="%d">p99</text>`, lx, lx+24, y, y, lx+30, y+4)
 	fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="#333" stroke-width="1.8" stroke-dasharray="4 3"/><text x="%d" y="%d">p50 (latency from each request's due time)</text>`+"\n",
 		lx+70, lx+94, y, y, lx+100, y+4)

@@ -15,6 +15,7 @@ func TestLatencySVG(t *testing.T) {
 		{Lock: "v6", Wait: "poll", Load: curve},
 		{Lock: "v6", Wait: "handoff", Load: curve},
 		{Lock: "atomic", Load: curve},
+		{Lock: "etcd", Wait: "watch", Load: curve},
 		{Lock: "v7", Wait: "poll"}, // no curve: not drawn
 	}
 	svg := latencySVG(rows)
@@ -30,15 +31,20 @@ func TestLatencySVG(t *testing.T) {
 		}
 		if el, ok := tok.(xml.StartElement); ok && el.Name.Local == "polyline" {
 			lines++
+			for _, a := range el.Attr {
+				if a.Name.Local == "stroke" && (a.Value == "" || a.Value == "#000") {
+					t.Errorf("a line with no colour of its own (stroke %q)", a.Value)
+				}
+			}
 		}
 		if cd, ok := tok.(xml.CharData); ok {
 			titles[strings.TrimSpace(string(cd))] = true
 		}
 	}
-	if lines != 6 {
-		t.Fatalf("%d lines, want 6: p99 and p50 for each of 3 curves", lines)
+	if lines != 8 {
+		t.Fatalf("%d lines, want 8: p99 and p50 for each of 4 curves", lines)
 	}
-	for _, want := range []string{"v6", "atomic"} {
+	for _, want := range []string{"v6", "atomic", "etcd"} {
 		if !titles[want] {
 			t.Errorf("no panel titled %q", want)
 		}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/locklab/locklab/internal/cli"
 	"github.com/locklab/locklab/internal/loadtest"
+	"github.com/locklab/locklab/internal/versions"
 )
 
 func main() { cli.Main(run) }
@@ -49,6 +50,9 @@ type options struct {
 	loadTime time.Duration
 	chart    string
 	report   string
+	// locks are the versions measured (nil: every one); a partial run checks
+	// only its own rows' goals.
+	locks []string
 }
 
 func parse(args []string, stderr io.Writer) (o options, err error) {
@@ -64,6 +68,15 @@ func parse(args []string, stderr io.Writer) (o options, err error) {
 	fs.DurationVar(&o.loadTime, "load-duration", 1500*time.Millisecond, "per row, how long each offered load of its latency curve runs (an open model at 1/4, 1/2, 3/4 and 1 x the row's closed-loop sales/s); 0: no curve")
 	fs.StringVar(&o.chart, "chart", "", "write the latency-vs-offered-load chart here, as SVG (empty: do not)")
 	fs.StringVar(&o.report, "report", "", "write an HTML report here: the table and the latency-vs-offered-load chart (empty: do not)")
+	fs.Func("lock", "measure only these versions, comma-separated (default: every one); for a quick look at one row, not the README's table", func(v string) error {
+		for name := range strings.SplitSeq(v, ",") {
+			if _, ok := versions.Lookup(strings.TrimSpace(name)); !ok {
+				return fmt.Errorf("unknown version %q: want some of %s", name, strings.Join(versions.Names(), " "))
+			}
+			o.locks = append(o.locks, strings.TrimSpace(name))
+		}
+		return nil
+	})
 	if err := cli.Parse(fs, args, 0); err != nil {
 		return o, err
 	}

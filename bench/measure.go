@@ -12,6 +12,7 @@ import (
 
 	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/loadtest"
+	"github.com/locklab/locklab/internal/locks/etcd"
 	"github.com/locklab/locklab/internal/locks/retry"
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
 	"github.com/locklab/locklab/internal/redisconn"
@@ -207,9 +208,18 @@ func newBench(ctx context.Context, o options, stderr io.Writer) (*bench, func(),
 		addrs = append(addrs, n.Addr)
 	}
 	b.nodes = redisconn.NewAll(addrs, c.State.RedisPassword)
+	var members []string
+	for _, m := range c.State.Etcd {
+		members = append(members, m.Addr)
+	}
+	ecli, err := etcd.Dial(members)
+	if err != nil {
+		return nil, nil, err
+	}
 	notifier := retry.NewNotifier(ctx, b.rdb, "bench:lock", 0, nil)
 	closeBench := func() {
 		notifier.Close()
+		_ = ecli.Close()
 		_ = redisconn.CloseAll(b.nodes)
 		_ = b.rdb.Close()
 	}
@@ -218,8 +228,17 @@ func newBench(ctx context.Context, o options, stderr io.Writer) (*bench, func(),
 		closeBench()
 		return nil, nil, err
 	}
-	b.plan(ctx, versions.Deps{Redis: b.rdb, Redlock: b.nodes, LockKey: "bench:lock", Notifier: notifier})
+	b.plan(ctx, versions.Deps{Redis: b.rdb, Redlock: b.nodes, Etcd: ecli, LockKey: "bench:lock", Notifier: notifier})
 	return b, closeBench, nil
+}
+
+// query is the row's wait as /sale?wait= takes it: one of versions.Waits,
+// or none for a version that waits its own way (etcd's watch).
+func (r Row) query() string {
+	if slices.Contains(versions.Waits, r.Wait) {
+		return r.Wait
+	}
+	return ""
 }
 
 // plan lays out the rows: every safe version as it waits by default (poll),
@@ -236,7 +255,7 @@ func (b *bench) plan(ctx context.Context, deps versions.Deps) {
 		methods := built[versions.Variant{Wait: wait}]
 		for _, v := range versions.All {
 			m := methods[v.Name]
-			if wait != "poll" && m.Wait != wait {
+			if wait != "poll" && m.Wait != wait || b.o.locks != nil && !slices.Contains(b.o.locks, v.Name) {
 				continue
 			}
 			b.defaults = append(b.defaults, Row{Lock: v.Name, Wait: m.Wait})
@@ -334,7 +353,7 @@ func (b *bench) curve(ctx context.Context, r *Row) error {
 	for _, share := range loadShares {
 		rate := share * r.Sales
 		res, err := loadtest.Run(ctx, loadtest.Config{URL: b.o.url, Requests: max(1, int(rate*b.o.loadTime.Seconds())),
-			Concurrency: b.o.concurrency, Rate: rate, Stock: benchStock, Wait: r.Wait, Client: b.client.Client, NoCheck: true}, r.Lock)
+			Concurrency: b.o.concurrency, Rate: rate, Stock: benchStock, Wait: r.query(), Client: b.client.Client, NoCheck: true}, r.Lock)
 		if err != nil {
 			return fmt.Errorf("%s (%s) at %.0f/s: %w", r.Lock, r.Wait, rate, err)
 		}
@@ -428,7 +447,7 @@ func (b *bench) throughNginx(ctx context.Context, r Row) (loadtest.Result, float
 		}
 	}
 	res, err := loadtest.Run(ctx, loadtest.Config{URL: b.o.url, Requests: 1 << 30, Concurrency: b.o.concurrency, Stock: benchStock,
-		Duration: b.o.duration, Wait: r.Wait, Client: b.client.Client, NoCheck: true}, r.Lock)
+		Duration: b.o.duration, Wait: r.query(), Client: b.client.Client, NoCheck: true}, r.Lock)
 	if err != nil {
 		return res, 0, fmt.Errorf("%s (%s) through nginx: %w", r.Lock, r.Wait, err)
 	}
@@ -468,7 +487,7 @@ func (b *bench) nginx(ctx context.Context, d time.Duration) (loadtest.Result, er
 func (b *bench) defaultLoadTests(ctx context.Context) error {
 	for _, d := range b.defaults {
 		res, err := loadtest.Run(ctx, loadtest.Config{URL: b.o.url, Requests: 1000, Concurrency: 100, Stock: 100,
-			Wait: d.Wait, Client: b.client.Client, NoCheck: true}, d.Lock)
+			Wait: d.query(), Client: b.client.Client, NoCheck: true}, d.Lock)
 		if err != nil {
 			return fmt.Errorf("%s (%s) default load test: %w", d.Lock, d.Wait, err)
 		}

@@ -34,6 +34,7 @@ const (
 	notifyFloor  = 0.3  // v3-v8 notified
 	handoffFloor = 0.4  // v3-v8 handed off
 	redlockFloor = 0.25 // redlock, which polls its three nodes
+	etcdFloor    = 0.3  // etcd, which waits on a watch and writes through Raft
 )
 
 // goal is what a row's ratio is held to: a target, or a regression floor.
@@ -43,6 +44,8 @@ func goal(row Row) (min float64, floor bool) {
 		return atomicTarget, false
 	case row.Lock == "redlock":
 		return redlockFloor, true
+	case row.Lock == "etcd":
+		return etcdFloor, true
 	case row.Wait == "handoff":
 		return handoffFloor, true
 	case row.Wait == "notify":

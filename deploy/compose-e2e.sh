@@ -3,9 +3,10 @@
 # Builds the offline images, brings the stack up, and checks that: `up -d`
 # returns ready (a sale works at once); nginx spreads requests over both
 # replicas; the load test from inside the network shows v2 oversell and v1 (on
-# one replica, as the tutorial runs it), v6 and redlock not, with the checker's
-# evidence; with one Redis node stopped redlock still sells without
-# oversell; with the stock's node stopped v6 answers clean 503s. Then it tears
+# one replica, as the tutorial runs it), v6, redlock and etcd not, with the
+# checker's evidence; with one Redis node stopped redlock still sells without
+# oversell, and with one etcd member stopped etcd does; with the stock's node
+# stopped v6 answers clean 503s. Then it tears
 # everything down and checks that no container, network or volume is left.
 #
 # COMPOSE picks the tool ("docker compose" when that works, else docker-compose);
@@ -111,6 +112,14 @@ expect() {
   [ "$failed" -eq 0 ] && [ "$unknown" -eq 0 ] || fail "$2: $failed requests failed, $unknown unknown"
 }
 
+# stopped SERVICE: its container exists and is not running (by label: `ps -q`
+# omits stopped containers in Compose v2 and lists them in v1).
+stopped() {
+  local id
+  id=$(docker ps -aq --filter "label=com.docker.compose.project=$PROJECT" --filter "label=com.docker.compose.service=$1")
+  [ -n "$id" ] && [ "$(docker inspect -f '{{.State.Running}}' "$id")" = false ]
+}
+
 say "LOCK=v6 docker compose up -d $UP_FLAGS: every replica switches, nginx still reaches them"
 # shellcheck disable=SC2086
 LOCK=v6 dc up -d $UP_FLAGS 2>&1 | sed 's/^/  /' >&2
@@ -126,25 +135,30 @@ for _ in 1 2; do
 done
 say "after the switch: $reply"
 
-say "load test from inside the network: v1, v2, v6, redlock"
+say "load test from inside the network: v1, v2, v6, redlock, etcd"
 # --no-deps: the stack is up, and `run` must not (re)start a node stopped on purpose.
-out=$(dc run --rm --no-deps loadtest -lock v1,v2,v6,redlock -json -out /reports/e2e-compose.html)
+out=$(dc run --rm --no-deps loadtest -lock v1,v2,v6,redlock,etcd -json -out /reports/e2e-compose.html)
 [ -s reports/e2e-compose.html ] || fail "the load test did not write its report to the mounted ./reports"
 expect "$out" v1 zero
 expect "$out" v2 positive
 expect "$out" v6 zero
 expect "$out" redlock zero
+expect "$out" etcd zero
 
 say "stopping redis2: redlock keeps a quorum of two"
 dc stop redis2 2>&1 | sed 's/^/  /' >&2
 out=$(dc run --rm --no-deps loadtest -lock redlock,v6 -json)
-# By label: `ps -q` omits stopped containers in Compose v2 and lists them in v1.
-redis2=$(docker ps -aq --filter "label=com.docker.compose.project=$PROJECT" --filter label=com.docker.compose.service=redis2)
-running=$(docker inspect -f '{{.State.Running}}' "$redis2")
-[ "$running" = false ] || fail "redis2 was running during the one-node-down run"
+stopped redis2 || fail "redis2 was running during the one-node-down run"
 expect "$out" redlock zero
 expect "$out" v6 zero # v6 lives on redis1, which is up
 [ "$(field "$(echo "$out" | grep '"lock":"redlock"')" sold)" -gt 0 ] || fail "redlock sold nothing with one node down"
+
+say "stopping etcd2: etcd keeps a quorum of two"
+dc stop etcd2 2>&1 | sed 's/^/  /' >&2
+out=$(dc run --rm --no-deps loadtest -lock etcd -json)
+stopped etcd2 || fail "etcd2 was running during the one-member-down run"
+expect "$out" etcd zero
+[ "$(field "$(echo "$out" | grep '"lock":"etcd"')" sold)" -gt 0 ] || fail "etcd sold nothing with one member down"
 
 say "stopping redis1 (the stock's and v6's node): clean 503s"
 dc stop redis1 2>&1 | sed 's/^/  /' >&2

@@ -68,7 +68,7 @@ func up(t *testing.T, bin string, port int, dir string, env ...string) *cluster.
 		if out, err := run(t, bin, port, dir, "down"); err != nil {
 			t.Errorf("down: %v\n%s", err, out)
 		}
-		for _, addr := range cluster.Plan(cluster.Config{Port: port, Dir: dir}).Addrs() {
+		for _, addr := range cluster.Plan(cluster.Config{Port: port, Dir: dir, Faults: true}).Addrs() {
 			if listening(addr) {
 				t.Errorf("%s still open after down", addr)
 			}
@@ -116,8 +116,8 @@ func TestLocalCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(sockets) != len(c.State.Redis)+len(c.State.Replicas)+1 {
-		t.Errorf("listening sockets found for %d processes, want %d: %v", len(sockets), len(c.State.Redis)+len(c.State.Replicas)+1, sockets)
+	if want := len(c.State.Redis) + len(c.State.Etcd) + len(c.State.Replicas) + 1; len(sockets) != want {
+		t.Errorf("listening sockets found for %d processes, want %d: %v", len(sockets), want, sockets)
 	}
 	for name, addrs := range sockets {
 		for _, a := range addrs {
@@ -197,7 +197,7 @@ func TestScenarios(t *testing.T) {
 	bin := clusterBin(t)
 	port := redistest.FreePort(t)
 	dir := t.TempDir()
-	c := up(t, bin, port, dir, "INVENTORY_CHAOS=true", "INVENTORY_ADMIN_TOKEN=e2e", "INVENTORY_TTL=1s", "INVENTORY_ACQUIRE_TIMEOUT=5s")
+	c := up(t, bin, port, dir, "FAULTS=1", "INVENTORY_CHAOS=true", "INVENTORY_ADMIN_TOKEN=e2e", "INVENTORY_TTL=1s", "INVENTORY_ACQUIRE_TIMEOUT=5s")
 	h, err := loadtest.Health(loadtest.Config{URL: c.State.URL, Client: loadtest.NewClient(1)})
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +206,7 @@ func TestScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer env.Redis.Close()
+	defer env.Close()
 	for run := 1; run <= 3; run++ {
 		for _, s := range scenario.All {
 			for _, lock := range versions.Names() {

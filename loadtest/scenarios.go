@@ -38,7 +38,7 @@ func runScenarios(ctx context.Context, o options, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "loadtest:", err)
 		return 1
 	}
-	defer env.Redis.Close()
+	defer env.Close()
 	env.URL = o.cfg.URL
 	settings := h.Settings
 

@@ -30,6 +30,7 @@ type config struct {
 	Redis          string
 	RedisPassword  string
 	Redlock        []string
+	Etcd           []string
 	Key            string
 	LockKey        string
 	TTL            time.Duration
@@ -44,6 +45,7 @@ type config struct {
 	Probe          string
 	ProbeStay      bool
 	Fence          bool
+	ReplicaAck     int
 	Chaos          bool
 	Pprof          string
 	History        int
@@ -63,6 +65,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	host, _ := os.Hostname()
 	cfg := config{}
 	cfg.Redlock, _ = redisconn.ParseList(api.DefaultRedlock)
+	cfg.Etcd, _ = redisconn.ParseList(api.DefaultEtcd)
 	fs := cli.FlagSet("inventory", "Usage: inventory [flags]\n\nSells one unit of stock per POST /sale under the chosen lock version.\n"+
 		"Every flag can also be set by its environment variable (-acquire-timeout: "+envName("acquire-timeout")+"); a flag wins.", stderr)
 	fs.IntVar(&cfg.Port, "port", api.DefaultPort, "HTTP port")
@@ -78,6 +81,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		cfg.Redlock = nodes
 		return err
 	})
+	fs.Func("etcd", "comma-separated members of the etcd cluster for -lock etcd (default "+api.DefaultEtcd+")", func(s string) error {
+		members, err := redisconn.ParseList(s)
+		cfg.Etcd = members
+		return err
+	})
 	fs.StringVar(&cfg.Key, "key", api.DefaultStockKey, "stock key")
 	fs.StringVar(&cfg.LockKey, "lock-key", api.DefaultLockKey, "lock key")
 	fs.DurationVar(&cfg.TTL, "ttl", 20*time.Second, "lock lease (v4 and later)")
@@ -89,7 +97,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&cfg.AcquireTimeout, "acquire-timeout", 10*time.Second, "longest wait for the lock before answering 503")
 	fs.BoolVar(&cfg.LockOverride, "lock-override", false, "let /sale?lock=NAME choose the version per request")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token required by PUT /stock, GET /history and the fault hooks (empty: open, allowed only on a loopback -bind or with -admin-open)")
-	fs.BoolVar(&cfg.Fence, "fence", false, "fencing tokens: v3-v8 and redlock hand out a token per acquisition, and the stock refuses a write with an older token than the last it accepted")
+	fs.BoolVar(&cfg.Fence, "fence", false, "fencing tokens: v3-v8, redlock and etcd hand out a token per acquisition, and the stock refuses a write with an older token than the last it accepted")
+	fs.IntVar(&cfg.ReplicaAck, "replica-ack", 0, "the single-node locks (v3-v8) wait after each acquisition until this many replicas of -redis acknowledge it (Redis WAIT, 500 ms at most), and give the lock up otherwise: a failover then cannot lose a granted lock; 0: no wait (Redis's asynchronous replication)")
 	fs.BoolVar(&cfg.Chaos, "chaos", false, "enable the fault hooks on /sale (hold, release_pause, nested) for the admin token; needs -admin-token")
 	fs.StringVar(&cfg.Pprof, "pprof", "", "serve Go's profiler (net/http/pprof) on this address, e.g. localhost:6060 (empty: off); a separate listener, never behind nginx")
 	fs.IntVar(&cfg.History, "history", 5000, "sales each replica remembers for GET /history (admin), the checker's raw material; 0: none")
@@ -145,6 +154,8 @@ func (c config) validate() error {
 		return fmt.Errorf("-acquire-timeout %s: want > 0", c.AcquireTimeout)
 	case c.Chaos && c.AdminToken == "":
 		return errors.New("-chaos needs -admin-token: the fault hooks must not be open to every client")
+	case c.ReplicaAck < 0 || c.ReplicaAck > 5:
+		return fmt.Errorf("-replica-ack %d: want 0-5", c.ReplicaAck)
 	case c.History < 0:
 		return fmt.Errorf("-history %d: want >= 0", c.History)
 	case c.Name == "":

@@ -57,7 +57,7 @@ func TestExitStatus(t *testing.T) {
 		status int
 		says   string
 	}{
-		"unknown lock":   {[]string{"-lock", "v9"}, nil, 2, "none v1 v2 v3 v4 v5 v6 v7 v8 redlock atomic"},
+		"unknown lock":   {[]string{"-lock", "v9"}, nil, 2, "none v1 v2 v3 v4 v5 v6 v7 v8 redlock etcd atomic"},
 		"bad env":        {nil, map[string]string{"INVENTORY_TTL": "soon"}, 2, "INVENTORY_TTL"},
 		"bad ttl":        {[]string{"-ttl", "0s"}, nil, 2, "-ttl"},
 		"bad port":       {[]string{"-port", "70000"}, nil, 2, "-port"},

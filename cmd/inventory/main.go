@@ -17,6 +17,7 @@ import (
 
 	"github.com/locklab/locklab/internal/cli"
 	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/locks/etcd"
 	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/locklab/locklab/internal/metrics"
 	"github.com/locklab/locklab/internal/redisconn"
@@ -85,7 +86,14 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	for i, n := range nodes {
 		n.AddHook(mx.RoundTrips(cfg.Redlock[i]))
 	}
-	deps := versions.Deps{Redis: rdb, Redlock: nodes, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry,
+	// The etcd client dials in the background: a replica whose etcd is down
+	// still serves every other version.
+	ecli, err := etcd.Dial(cfg.Etcd)
+	if err != nil {
+		return err
+	}
+	defer ecli.Close()
+	deps := versions.Deps{Redis: rdb, Redlock: nodes, Etcd: ecli, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, ReplicaAck: cfg.ReplicaAck,
 		RedlockRetry: cfg.RedlockRetry, Log: log, Observer: mx}
 	if slices.ContainsFunc(cfg.variants(), func(v versions.Variant) bool { return versions.Queued(v.Wait) }) {
 		n := retry.NewNotifier(ctx, rdb, cfg.LockKey, min(cfg.TTL, retry.Backstop), log)
@@ -99,7 +107,7 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	srv := &http.Server{Handler: handler(cfg, deps, rdb, mx, log), BaseContext: func(net.Listener) context.Context { return base }}
 	cfg.limits().apply(srv)
 	log.Info("serving", "addr", ln.Addr().String(), "lock", cfg.Lock, "lock_override", cfg.LockOverride,
-		"redis", cfg.Redis, "redlock", cfg.Redlock, "ttl", cfg.TTL.String(), "retry", cfg.Retry.String(),
+		"redis", cfg.Redis, "redlock", cfg.Redlock, "etcd", cfg.Etcd, "ttl", cfg.TTL.String(), "retry", cfg.Retry.String(),
 		"redlock_retry", cfg.RedlockRetry.String(), "wait", cfg.Wait, "work", cfg.Work.String(),
 		"max_in_flight", cfg.MaxInFlight, "grace", cfg.limits().Grace.String())
 	return serveUntil(ctx, srv, ln, func() { stopping(server.ErrShuttingDown) }, cfg.limits().Grace, log)
@@ -197,7 +205,7 @@ func handler(cfg config, deps versions.Deps, rdb *redis.Client, mx *metrics.Metr
 func (c config) settings() map[string]string {
 	return map[string]string{"lock": c.Lock, "ttl": c.TTL.String(), "retry": c.Retry.String(),
 		"redlock_retry": c.RedlockRetry.String(), "wait": c.Wait, "work": c.Work.String(), "acquire_timeout": c.AcquireTimeout.String(),
-		"fence": strconv.FormatBool(c.Fence), "chaos": strconv.FormatBool(c.Chaos)}
+		"fence": strconv.FormatBool(c.Fence), "chaos": strconv.FormatBool(c.Chaos), "replica_ack": strconv.Itoa(c.ReplicaAck)}
 }
 
 // serveUntil serves on ln until ctx ends, then shuts down: stop cancels the

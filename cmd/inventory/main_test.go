@@ -10,11 +10,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/etcdtest"
 	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/redis/go-redis/v9"
@@ -139,7 +141,9 @@ func TestProcessWaitAndMetrics(t *testing.T) {
 	}
 	srv, _, port, base := setup(t, 1)
 	pprof := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
-	cmd := exec.Command(build(t), "-port", strconv.Itoa(port), "-redis", srv.Addr, "-lock", "v6", "-lock-override", "-name", "metrics-test", "-pprof", pprof)
+	etcd := strings.TrimPrefix(etcdtest.Start(t, 1).Members[0].ClientURL, "http://")
+	cmd := exec.Command(build(t), "-port", strconv.Itoa(port), "-redis", srv.Addr, "-lock", "v6", "-lock-override", "-name", "metrics-test",
+		"-pprof", pprof, "-etcd", etcd)
 	var logs bytes.Buffer
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
@@ -175,6 +179,7 @@ func TestProcessWaitAndMetrics(t *testing.T) {
 		{"/sale?lock=v8&wait=notify", 200},
 		{"/sale?lock=v6&wait=poll", 409},
 		{"/sale?lock=v7&wait=handoff", 409},
+		{"/sale?lock=etcd", 409},
 		{"/sale?wait=sometimes", 400},
 	} {
 		if status, body := get(c.path); status != c.status {
@@ -194,6 +199,8 @@ func TestProcessWaitAndMetrics(t *testing.T) {
 		`locklab_lock_hold_seconds_count{lock="v6",wait="poll"} 1`,   // sold out, but it held the lock to find out
 		`locklab_lock_hold_seconds_count{lock="v7",wait="handoff"} 1`,
 		`locklab_lock_acquire_attempts_sum{lock="v7",wait="handoff"} 2`, // one attempt each, outer and nested
+		`locklab_lock_acquire_attempts_sum{lock="etcd",wait="watch"} 1`, // the mutex waits by itself
+		`locklab_lock_hold_seconds_count{lock="etcd",wait="watch"} 1`,
 		`locklab_redis_round_trips_total{node="`,
 		`locklab_watchdog_renewals_total 0`,
 		`locklab_watchdog_lost_leases_total 0`,

@@ -3,8 +3,10 @@
 # air-gapped hosts, registries blocked by policy, CI machines that reach none.
 #
 #   locklab/base:offline       Debian bookworm (debootstrap --variant=minbase)
-#                              with redis-server, redis-tools, nginx-light, curl
+#                              with redis-server, redis-tools, etcd-server,
+#                              etcd-client, nginx-light, curl
 #   locklab/redis:offline      the base, running redis-server as user redis
+#   locklab/etcd:offline       the base, running etcd as user etcd
 #   locklab/nginx:offline      the base, running nginx in the foreground
 #   locklab/inventory:offline  FROM scratch + the static service binary
 #   locklab/loadtest:offline   FROM scratch + the static load test binary
@@ -18,13 +20,18 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 here="$root/deploy/offline"
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 SUITE=${SUITE:-bookworm}
-PACKAGES=redis-server,redis-tools,nginx-light,curl
+PACKAGES=redis-server,redis-tools,etcd-server,etcd-client,nginx-light,curl
 say() { printf 'offline: %s\n' "$*" >&2; }
 
 command -v docker >/dev/null || { say "docker is not installed"; exit 1; }
 docker info >/dev/null 2>&1 || { say "the Docker engine does not answer (docker info failed)"; exit 1; }
 
-if [ "${REBUILD_BASE:-0}" = 1 ] || ! docker image inspect locklab/base:offline >/dev/null 2>&1; then
+# A base made before etcd joined the stack lacks it: made again.
+has_base() {
+  docker image inspect locklab/base:offline >/dev/null 2>&1 &&
+    docker run --rm --entrypoint /usr/bin/test locklab/base:offline -x /usr/bin/etcd
+}
+if [ "${REBUILD_BASE:-0}" = 1 ] || ! has_base; then
   if ! command -v debootstrap >/dev/null; then
     if [ -f /etc/debian_version ]; then
       sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo
@@ -58,7 +65,7 @@ mkdir -p "$here/bin"
   CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$here/bin/inventory" ./cmd/inventory &&
   CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$here/bin/loadtest" ./loadtest)
 
-for target in redis nginx inventory loadtest; do
+for target in redis etcd nginx inventory loadtest; do
   say "building locklab/$target:offline"
   docker build -q --target "$target" -t "locklab/$target:offline" -f "$here/Dockerfile" "$here" >"$here/bin/build.log" 2>&1 ||
     { cat "$here/bin/build.log" >&2; say "docker build of locklab/$target:offline failed"; exit 1; }

@@ -8,13 +8,17 @@ package api
 import "net/http"
 
 // The service's defaults: its port, the stock key and the lock key (the
-// tutorial's), and the independent Redis nodes redlock uses. The local
-// cluster starts its processes where these point.
+// tutorial's), the independent Redis nodes redlock uses, and the members of
+// the etcd cluster the etcd lock uses (etcd's convention for a local
+// three-member cluster, 2379, 22379, 32379, with the first moved off 2379,
+// where a host's own etcd listens, as the Redis nodes are off 6379). The
+// local cluster starts its processes where these point.
 const (
 	DefaultPort     = 8080
 	DefaultStockKey = "inventory:001"
 	DefaultLockKey  = "inventoryRedisLock"
 	DefaultRedlock  = "localhost:6381,localhost:6382,localhost:6383"
+	DefaultEtcd     = "localhost:12379,localhost:22379,localhost:32379"
 )
 
 // Sale is the reply to POST /sale: Sold with Remaining, or Error and Code.

@@ -23,6 +23,10 @@ type Faults struct {
 	// after every check it makes (the lease not known lost): a pause there is
 	// one no check in the process can catch.
 	BeforeWrite func(ctx context.Context)
+	// ReplicaAck makes a single-node lock wait for this many replicas to
+	// acknowledge each acquisition (package replicaack), whatever
+	// -replica-ack says.
+	ReplicaAck int
 }
 
 type key struct{}

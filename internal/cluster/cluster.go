@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,6 +43,10 @@ type Config struct {
 	Work  string
 	Stock int64 // seeded once (SET NX); default 100
 	Pprof bool  // each replica serves Go's profiler on 127.0.0.1:6060, :6061, ...
+	// Faults puts a toxiproxy between each replica and each Redis node (see
+	// faults.go): the scenarios' network faults. Off by default: a proxy
+	// costs every command a hop, and the demo and the bench measure without.
+	Faults bool
 	// RedisPassword, when set, is required by every node (and given to the
 	// replicas through their environment, INVENTORY_REDIS_PASSWORD).
 	RedisPassword string
@@ -84,9 +89,17 @@ type State struct {
 	LockKey  string `json:"lock_key"`
 	// Redis are the nodes: the first holds the stock and the single-node
 	// locks, redlock uses all of them, the last only redlock uses.
-	Redis    []Proc `json:"redis"`
+	Redis []Proc `json:"redis"`
+	// Etcd are the members of the etcd lock's cluster.
+	Etcd     []Proc `json:"etcd"`
 	Replicas []Proc `json:"replicas"`
 	Nginx    Proc   `json:"nginx"`
+	// Toxiproxy and FaultProxies are there when the cluster was started with
+	// Faults: the proxy server, and its proxy per replica and node.
+	Toxiproxy    *Proc        `json:"toxiproxy,omitempty"`
+	FaultProxies []FaultProxy `json:"fault_proxies,omitempty"`
+	// Standby is the stock node's asynchronous replica (with Faults).
+	Standby *Proc `json:"standby,omitempty"`
 	// RedisPassword is needed to watch the nodes; the file is private.
 	RedisPassword string `json:"redis_password,omitempty"`
 }
@@ -94,22 +107,26 @@ type State struct {
 // StockNode is the node of the stock and the single-node locks.
 func (s *State) StockNode() Proc { return s.Redis[0] }
 
-// SpareNode is a node only redlock uses.
-func (s *State) SpareNode() Proc { return s.Redis[len(s.Redis)-1] }
-
-// Addrs lists every process's address, in stop order.
+// Addrs lists every address the processes listen on, in stop order.
 func (s State) Addrs() []string {
 	var addrs []string
 	for _, p := range s.procs() {
-		addrs = append(addrs, p.Addr)
+		addrs = append(append(addrs, p.Addr), p.Extra...)
 	}
 	return addrs
 }
 
 // procs lists every process in stop order: nginx, then the replicas (which
-// finish their sales), then Redis.
+// finish their sales), then the fault proxies, Redis and etcd.
 func (s *State) procs() []*Proc {
-	return append(append([]*Proc{&s.Nginx}, ptrs(s.Replicas)...), ptrs(s.Redis)...)
+	var proxy, standby []*Proc
+	if s.Toxiproxy != nil {
+		proxy = []*Proc{s.Toxiproxy}
+	}
+	if s.Standby != nil {
+		standby = []*Proc{s.Standby}
+	}
+	return slices.Concat([]*Proc{&s.Nginx}, ptrs(s.Replicas), proxy, standby, ptrs(s.Redis), ptrs(s.Etcd))
 }
 
 // Cluster is a running local cluster, as its state file describes it.
@@ -189,6 +206,12 @@ func (c *Cluster) Down() (int, error) {
 	if err := os.Remove(stateFile(c.dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, err)
 	}
+	// etcd's data goes with its members, as Redis' (never persisted) does:
+	// the next up starts a fresh cluster.
+	for _, m := range c.State.Etcd {
+		errs = append(errs, removeEtcdData(etcdData(c.dir, m.Name)))
+	}
+	errs = append(errs, removeAOF(c.dir))
 	return stopped, errors.Join(errs...)
 }
 
@@ -235,7 +258,15 @@ func (c *Cluster) Terminate(name string) (restart func(context.Context) error, e
 	return c.stop(name, syscall.SIGTERM, 30*time.Second)
 }
 
-func (c *Cluster) stop(name string, sig syscall.Signal, limit time.Duration) (restart func(context.Context) error, err error) {
+// KillWith is Kill, and restart starts the process with extra arguments
+// after its own (a Redis node that comes back with persistence on, say);
+// the state keeps only its own, so a later restart drops them. A Cluster is
+// not safe for concurrent use: restart processes one after the other.
+func (c *Cluster) KillWith(name string, extra ...string) (restart func(context.Context) error, err error) {
+	return c.stop(name, syscall.SIGKILL, 10*time.Second, extra...)
+}
+
+func (c *Cluster) stop(name string, sig syscall.Signal, limit time.Duration, extra ...string) (restart func(context.Context) error, err error) {
 	p, err := c.proc(name)
 	if err != nil {
 		return nil, err
@@ -248,7 +279,7 @@ func (c *Cluster) stop(name string, sig syscall.Signal, limit time.Duration) (re
 		if !waitGone(pid, limit) {
 			return fmt.Errorf("cluster: %s (pid %d) did not exit within %s of %s", name, pid, limit, sig)
 		}
-		return c.restart(ctx, p)
+		return c.restart(ctx, p, extra...)
 	}, nil
 }
 
@@ -264,10 +295,10 @@ func (c *Cluster) proc(name string) (*Proc, error) {
 // restart starts p again and waits until it answers. The killed process's
 // port is free once the kernel has reaped it, so a start that exits at once
 // (the port still taken) is tried again.
-func (c *Cluster) restart(ctx context.Context, p *Proc) error {
+func (c *Cluster) restart(ctx context.Context, p *Proc, extra ...string) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if err := p.start(); err != nil {
+		if err := p.start(extra...); err != nil {
 			return err
 		}
 		err := c.ready(ctx, p, 2*time.Second)
@@ -286,6 +317,15 @@ func (c *Cluster) ready(ctx context.Context, p *Proc, limit time.Duration) error
 	switch {
 	case p.Name == "nginx":
 		return waitUntil(ctx, limit, p.Name, func() bool { return p.alive() && httpOK(ctx, "http://"+p.Addr+"/healthz") })
+	case p.Name == "toxiproxy": // its API answers and every proxy listens
+		return waitUntil(ctx, limit, p.Name, func() bool {
+			if !p.alive() || !httpOK(ctx, "http://"+p.Addr+"/version") {
+				return false
+			}
+			return !slices.ContainsFunc(p.Extra, func(a string) bool { return !listening(a) })
+		})
+	case strings.HasPrefix(p.Name, "etcd"): // healthy: the member has a leader
+		return waitUntil(ctx, limit, p.Name, func() bool { return p.alive() && httpOK(ctx, "http://"+p.Addr+"/health") })
 	case strings.HasPrefix(p.Name, "redis"):
 		rdb := redisconn.New(p.Addr, c.State.RedisPassword)
 		defer rdb.Close()
@@ -349,16 +389,40 @@ func portOf(addr string) int {
 
 // redisPorts are the ports of the service's default redlock nodes: where the
 // cluster starts its Redis.
-func redisPorts() []int {
-	nodes, err := redisconn.ParseList(api.DefaultRedlock)
+func redisPorts() []int { return ports(api.DefaultRedlock) }
+
+// etcdPorts are the client ports of the service's default etcd members:
+// where the cluster starts its etcd (each member's peer port is the next).
+func etcdPorts() []int { return ports(api.DefaultEtcd) }
+
+func ports(list string) []int {
+	nodes, err := redisconn.ParseList(list)
 	if err != nil {
-		panic("cluster: api.DefaultRedlock: " + err.Error())
+		panic("cluster: " + list + ": " + err.Error())
 	}
 	ports := make([]int, len(nodes))
 	for i, n := range nodes {
 		ports[i] = portOf(n)
 	}
 	return ports
+}
+
+// removeAOF removes the append-only files a Redis node writes in dir when a
+// scenario switches its persistence on (redlock-restart+fsync; the nodes
+// share the run directory, and only that node ever writes one): Redis's
+// appendonlydir, its appendonly.aof.* files, and nothing else.
+func removeAOF(dir string) error {
+	aof := filepath.Join(dir, "appendonlydir")
+	files, err := filepath.Glob(filepath.Join(aof, "appendonly.aof.*"))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, f := range files {
+		errs = append(errs, os.Remove(f))
+	}
+	_ = os.Remove(aof) // only if empty: anything else in it is not ours
+	return errors.Join(errs...)
 }
 
 // gomaxprocs gives each replica its share of the cores, as a container's CPU
@@ -384,9 +448,11 @@ func Clean(cfg Config) error {
 			return fmt.Errorf("cluster: %d processes still run in %s: make down first", running, cfg.Dir)
 		}
 	}
+	cfg.Faults = true // made with or without them: their files go either way
 	s := Plan(cfg)
 	nginx := nginxDir(cfg.Dir)
-	files := []string{stateFile(cfg.Dir), s.Replicas[0].Args[0], filepath.Join(nginx, "nginx.conf"), filepath.Join(nginx, "nginx.pid")}
+	files := []string{stateFile(cfg.Dir), s.Replicas[0].Args[0], filepath.Join(nginx, "nginx.conf"), filepath.Join(nginx, "nginx.pid"),
+		s.Toxiproxy.Args[0], faultConfig(cfg.Dir)}
 	for _, p := range s.procs() {
 		files = append(files, p.Log)
 	}
@@ -394,12 +460,15 @@ func Clean(cfg Config) error {
 	if more, err := filepath.Glob(filepath.Join(cfg.Dir, "inventory-*.log")); err == nil {
 		files = append(files, more...)
 	}
+	errs := []error{removeAOF(cfg.Dir)}
+	for _, m := range s.Etcd {
+		errs = append(errs, removeEtcdData(etcdData(cfg.Dir, m.Name)))
+	}
 	var dirs []string
 	for _, t := range nginxTemps {
 		dirs = append(dirs, filepath.Join(nginx, "tmp", t))
 	}
 	dirs = append(dirs, filepath.Join(nginx, "tmp"), nginx, filepath.Dir(s.Replicas[0].Args[0]), cfg.Dir)
-	var errs []error
 	for _, f := range files {
 		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -96,14 +97,45 @@ func TestLoadNotUp(t *testing.T) {
 // the stock node, and nginx on loopback.
 func TestPlan(t *testing.T) {
 	s := Plan(Config{Dir: "/run/x", Port: 18000, Replicas: 3, Lock: "v6"})
-	if len(s.Redis) != 3 || len(s.Replicas) != 3 || s.Nginx.Addr != "127.0.0.1:18000" || s.URL != "http://127.0.0.1:18000/sale" {
+	if len(s.Redis) != 3 || len(s.Etcd) != 3 || len(s.Replicas) != 3 || s.Nginx.Addr != "127.0.0.1:18000" || s.URL != "http://127.0.0.1:18000/sale" {
 		t.Fatalf("plan %+v", s)
 	}
+	etcd := "-etcd " + s.Etcd[0].Addr + "," + s.Etcd[1].Addr + "," + s.Etcd[2].Addr
 	for _, r := range s.Replicas {
 		args := strings.Join(r.Args, " ")
-		if !strings.Contains(args, "-redis "+s.StockNode().Addr) || !strings.Contains(args, "-lock v6") || !strings.HasPrefix(r.Addr, "127.0.0.1:") {
+		if !strings.Contains(args, "-redis "+s.StockNode().Addr) || !strings.Contains(args, "-lock v6") || !strings.Contains(args, etcd) ||
+			!strings.HasPrefix(r.Addr, "127.0.0.1:") {
 			t.Fatalf("replica %s: %s", r.Name, args)
 		}
+	}
+	for _, m := range s.Etcd { // loopback only, data in the run directory
+		args := strings.Join(m.Args, " ")
+		if !strings.Contains(args, "--listen-client-urls http://"+m.Addr) || !strings.Contains(args, "--listen-peer-urls http://127.0.0.1:") ||
+			!strings.Contains(args, "--data-dir /run/x/"+m.Name+".etcd") {
+			t.Fatalf("etcd member %s: %s", m.Name, args)
+		}
+	}
+}
+
+// With the fault proxies, each replica reaches each node through its own
+// proxy, every proxy's port is the toxiproxy process's to check and free,
+// and the standby replicates through its proxy with the nodes' password.
+func TestPlanFaults(t *testing.T) {
+	s := Plan(Config{Dir: "/run/x", Replicas: 2, Faults: true, RedisPassword: "pw"})
+	if len(s.FaultProxies) != 1+2*3 || len(s.Toxiproxy.Extra) != len(s.FaultProxies) {
+		t.Fatalf("proxies %+v, toxiproxy's addresses %v", s.FaultProxies, s.Toxiproxy.Extra)
+	}
+	if args := strings.Join(s.Replicas[0].Args, " "); !strings.Contains(args, "-redis 127.0.0.1:16101 -redlock 127.0.0.1:16101,127.0.0.1:16102,127.0.0.1:16103") {
+		t.Fatalf("inventory-1: %s", args)
+	}
+	if args := strings.Join(s.Replicas[1].Args, " "); !strings.Contains(args, "-redis 127.0.0.1:16201 ") {
+		t.Fatalf("inventory-2: %s", args)
+	}
+	if args := strings.Join(s.Standby.Args, " "); !strings.Contains(args, "--replicaof 127.0.0.1 16084") || !strings.Contains(args, "--masterauth pw") {
+		t.Fatalf("standby: %s", args)
+	}
+	if !slices.Contains(s.Addrs(), "127.0.0.1:16203") || !slices.Contains(s.Addrs(), "127.0.0.1:12380") {
+		t.Fatalf("Addrs %v lacks a proxy's or an etcd peer's address", s.Addrs())
 	}
 }
 
@@ -162,7 +194,10 @@ func TestClean(t *testing.T) {
 	s := Plan(cfg)
 	ours := []string{stateFile(dir), s.Replicas[0].Args[0], s.Redis[0].Log, s.Replicas[1].Log, s.Nginx.Log,
 		filepath.Join(dir, "nginx", "nginx.conf"), filepath.Join(dir, "inventory-3.log")}
-	theirs := []string{filepath.Join(dir, "notes.txt"), filepath.Join(dir, "bin", "mytool")}
+	ours = append(ours, filepath.Join(etcdData(dir, s.Etcd[0].Name), "member", "wal", "0.wal"), s.Etcd[1].Log,
+		filepath.Join(dir, "appendonlydir", "appendonly.aof.1.incr.aof"), filepath.Join(dir, "appendonlydir", "appendonly.aof.manifest"))
+	theirs := []string{filepath.Join(dir, "notes.txt"), filepath.Join(dir, "bin", "mytool"),
+		filepath.Join(etcdData(dir, s.Etcd[2].Name), "mine.txt")} // not etcd's layout: left alone
 	for _, f := range append(ours, theirs...) {
 		if err := os.MkdirAll(filepath.Dir(f), 0o755); err != nil {
 			t.Fatal(err)
@@ -174,8 +209,8 @@ func TestClean(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dir, "nginx", "tmp", "proxy"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := Clean(cfg); err != nil {
-		t.Fatal(err)
+	if err := Clean(cfg); err == nil || !strings.Contains(err.Error(), "not an etcd data directory") {
+		t.Fatalf("Clean: %v, want the user's folder named and left alone", err)
 	}
 	for _, f := range ours {
 		if _, err := os.Stat(f); !os.IsNotExist(err) {

@@ -29,18 +29,22 @@ type Proc struct {
 	Args    []string `json:"args"` // how to start it again
 	Env     []string `json:"env,omitempty"`
 	Log     string   `json:"log"`
+	// Extra are the other addresses it listens on (etcd's peer port, the
+	// fault proxies' listeners): checked free at up and closed at down.
+	Extra []string `json:"extra_addrs,omitempty"`
 }
 
 // start starts p as its own session (so it outlives the command that started
 // it, and a terminal's ^C does not reach it), its output in p.Log, and sets
 // p.Pid. A goroutine reaps it if it exits while this process still runs.
-func (p *Proc) start() error {
+func (p *Proc) start(extra ...string) error {
 	logf, err := os.OpenFile(p.Log, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(p.Args[0], p.Args[1:]...)
+	args := slices.Concat(p.Args, extra) // extra: this start only, never recorded
+	cmd := exec.Command(args[0], args[1:]...)
 	// The environment of whoever starts it, less the service's own
 	// variables: p's are the ones it was first started with.
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, envPrefix) })

@@ -10,11 +10,11 @@ import (
 	"strings"
 )
 
-// ensureTools installs redis-server, nginx and curl with apt-get on
+// ensureTools installs redis-server, etcd, nginx and curl with apt-get on
 // Debian/Ubuntu when they are missing; elsewhere it says how to.
 func ensureTools(log io.Writer) error {
 	var missing, pkgs []string
-	for _, t := range []struct{ bin, pkg string }{{"redis-server", "redis-server"}, {"nginx", "nginx-light"}, {"curl", "curl"}} {
+	for _, t := range []struct{ bin, pkg string }{{"redis-server", "redis-server"}, {"etcd", "etcd-server"}, {"nginx", "nginx-light"}, {"curl", "curl"}} {
 		if !executable(lookPath(t.bin)) {
 			missing, pkgs = append(missing, t.bin), append(pkgs, t.pkg)
 		}
@@ -24,9 +24,9 @@ func ensureTools(log io.Writer) error {
 	}
 	if _, err := os.Stat("/etc/debian_version"); err != nil || !executable(lookPath("apt-get")) {
 		if runtime.GOOS == "darwin" {
-			return fmt.Errorf("cluster: missing %s; install them: brew install redis nginx curl", strings.Join(missing, ", "))
+			return fmt.Errorf("cluster: missing %s; install them: brew install redis etcd nginx curl", strings.Join(missing, ", "))
 		}
-		return fmt.Errorf("cluster: missing %s; install them with your package manager, e.g. dnf install redis nginx curl", strings.Join(missing, ", "))
+		return fmt.Errorf("cluster: missing %s; install them with your package manager, e.g. dnf install redis etcd nginx curl", strings.Join(missing, ", "))
 	}
 	fmt.Fprintf(log, "cluster: %s not found: installing %s with apt-get\n", strings.Join(missing, ", "), strings.Join(pkgs, " "))
 	sudo := []string{}

@@ -41,8 +41,10 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	c := &Cluster{dir: cfg.Dir, State: Plan(cfg)}
 	for _, p := range c.State.procs() {
-		if listening(p.Addr) {
-			return nil, fmt.Errorf("cluster: port %d is already in use (needed for %s); free it%s", portOf(p.Addr), p.Name, portHint(p))
+		for _, a := range append([]string{p.Addr}, p.Extra...) {
+			if listening(a) {
+				return nil, fmt.Errorf("cluster: port %d is already in use (needed for %s); free it%s", portOf(a), p.Name, portHint(p))
+			}
 		}
 	}
 	if err := os.MkdirAll(filepath.Join(nginxDir(cfg.Dir), "tmp"), 0o755); err != nil {
@@ -67,25 +69,31 @@ func portHint(p *Proc) string {
 func Plan(cfg Config) State {
 	cfg = cfg.withDefaults()
 	s := State{Port: cfg.Port, URL: fmt.Sprintf("http://127.0.0.1:%d/sale", cfg.Port), RedisPassword: cfg.RedisPassword}
-	var redlock string
 	for _, port := range redisPorts() {
 		name, addr := "redis-"+strconv.Itoa(port), "127.0.0.1:"+strconv.Itoa(port)
-		args := []string{lookPath("redis-server"), "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", cfg.Dir}
+		args := redisArgs(lookPath("redis-server"), port, cfg.Dir)
 		if cfg.RedisPassword != "" {
 			args = append(args, "--requirepass", cfg.RedisPassword)
 		}
 		s.Redis = append(s.Redis, Proc{Name: name, Addr: addr, Args: args, Log: filepath.Join(cfg.Dir, name+".log")})
-		if redlock != "" {
-			redlock += ","
-		}
-		redlock += addr
+	}
+	s.Etcd = planEtcd(cfg.Dir)
+	var etcd []string
+	for _, m := range s.Etcd {
+		etcd = append(etcd, m.Addr)
+	}
+	names := make([]string, cfg.Replicas)
+	for i := range names {
+		names[i] = "inventory-" + strconv.Itoa(i+1)
+	}
+	if cfg.Faults { // the replicas reach every node through their own proxy
+		planFaults(cfg.Dir, &s, names, cfg.RedisPassword)
 	}
 	bin := filepath.Join(cfg.Dir, "bin", "inventory")
-	for i := 1; i <= cfg.Replicas; i++ {
-		name, port := "inventory-"+strconv.Itoa(i), api.DefaultPort+i-1
+	for i, name := range names {
+		port, nodes := api.DefaultPort+i, s.nodeAddrs(name)
 		args := []string{bin, "-bind", "127.0.0.1", "-port", strconv.Itoa(port), "-name", name, "-lock", cfg.Lock, "-lock-override",
-			"-work", cfg.Work, "-redis", s.Redis[0].Addr, "-redlock", redlock}
+			"-work", cfg.Work, "-redis", nodes[0], "-redlock", strings.Join(nodes, ","), "-etcd", strings.Join(etcd, ",")}
 		if cfg.Pprof {
 			args = append(args, "-pprof", "127.0.0.1:"+strconv.Itoa(6060+i-1))
 		}
@@ -101,6 +109,12 @@ func Plan(cfg Config) State {
 		Args: []string{lookPath("nginx"), "-p", nd, "-c", filepath.Join(nd, "nginx.conf"),
 			"-e", filepath.Join(nd, "error.log"), "-g", "daemon off;"}}
 	return s
+}
+
+// redisArgs starts one Redis node on port: loopback, no persistence.
+func redisArgs(bin string, port int, dir string) []string {
+	return []string{bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", dir}
 }
 
 // serviceEnv keeps the service's own variables (INVENTORY_*) of environ:
@@ -129,6 +143,28 @@ func (c *Cluster) start(ctx context.Context, cfg Config) error {
 	if err := c.startAll(ctx, ptrs(c.State.Redis), 10*time.Second); err != nil {
 		return err
 	}
+	for _, m := range c.State.Etcd { // a fresh cluster: a data directory left behind (a crash) goes
+		if err := removeEtcdData(etcdData(c.dir, m.Name)); err != nil {
+			return err
+		}
+	}
+	if err := c.startAll(ctx, ptrs(c.State.Etcd), 20*time.Second); err != nil {
+		return err
+	}
+	if t := c.State.Toxiproxy; t != nil {
+		say("building toxiproxy (the fault proxies)")
+		build := exec.CommandContext(ctx, "go", "build", "-o", t.Args[0], "github.com/Shopify/toxiproxy/v2/cmd/server")
+		build.Dir, build.Stdout, build.Stderr = cfg.Root, cfg.Log, cfg.Log
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("cluster: go build toxiproxy: %w", err)
+		}
+		if err := writeFaultConfig(c.dir, c.State.FaultProxies); err != nil {
+			return err
+		}
+		if err := c.startAll(ctx, []*Proc{t, c.State.Standby}, 10*time.Second); err != nil {
+			return err
+		}
+	}
 	if err := c.startAll(ctx, ptrs(c.State.Replicas), 15*time.Second); err != nil {
 		return err
 	}
@@ -152,8 +188,9 @@ func (c *Cluster) start(ctx context.Context, cfg Config) error {
 	if cfg.Port != 80 {
 		url += ":" + strconv.Itoa(cfg.Port)
 	}
-	say("up: nginx %s -> %d replicas (%s...) with -lock %s -work %s, GOMAXPROCS %s; redis %s...; logs in %s",
-		url, cfg.Replicas, c.State.Replicas[0].Addr, cfg.Lock, cfg.Work, gomaxprocs(cfg.Replicas), c.State.Redis[0].Addr, cfg.Dir)
+	say("up: nginx %s -> %d replicas (%s...) with -lock %s -work %s, GOMAXPROCS %s; redis %s...; etcd %s...; logs in %s",
+		url, cfg.Replicas, c.State.Replicas[0].Addr, cfg.Lock, cfg.Work, gomaxprocs(cfg.Replicas), c.State.Redis[0].Addr,
+		c.State.Etcd[0].Addr, cfg.Dir)
 	say("try: curl -X POST %s/sale    |    go run ./loadtest -url %s/sale -lock all    |    make down", url, url)
 	return nil
 }

@@ -14,9 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/history"
 	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Env is the cluster a scenario runs against.
@@ -28,13 +30,30 @@ type Env struct {
 	StockKey   string
 	TTL        time.Duration // the replicas' -ttl (from /healthz)
 	Client     *http.Client
+	// Etcd is a client of the etcd lock's cluster: its lock is watched
+	// there (the keys under LockKey + "/"), as the others' in Redis.
+	Etcd *clientv3.Client
 	// Replicas are two replicas, each reached directly; StockNode is the
-	// process of the stock's (and single-node locks') Redis node, SpareNode
-	// one only redlock uses. Procs freezes and kills them: the scenarios
-	// that pause, crash or take down a process need it.
-	Replicas             [2]Replica
-	StockNode, SpareNode string
-	Procs                Processes
+	// process of the stock's (and single-node locks') Redis node, SpareNodes
+	// the ones only redlock uses, EtcdMembers the etcd lock's members, by
+	// process name and client address. Procs freezes and kills them: the
+	// scenarios that pause, crash or take down a process need it.
+	Replicas    [2]Replica
+	StockNode   string
+	SpareNodes  []string
+	SpareRedis  []*redis.Client // a client of each spare node, in SpareNodes' order
+	EtcdMembers []Member
+	Procs       Processes
+	// Standby is the stock node's asynchronous replica (process name,
+	// address, the address it replicates from: its own fault proxy, and a
+	// client), with the fault proxies; StockAddr is the stock node's address.
+	Standby, StandbyAddr, StandbyLink, StockAddr string
+	StandbyRedis                                 *redis.Client
+	// Faults controls the proxies between each replica and each Redis node
+	// (nil: the cluster has none); the network scenarios need it.
+	Faults *toxiproxy.Client
+
+	lock string // the running cell's version: where its lock is watched
 
 	cell  string        // the running cell's id: its requests' ids start with it
 	seq   *atomic.Int64 // the cell's requests, numbered
@@ -62,6 +81,11 @@ type Replica struct {
 	Name, URL string
 }
 
+// Member is one etcd member: its process name and client address.
+type Member struct {
+	Name, Addr string
+}
+
 // Processes controls the cluster's processes by name (the local cluster's
 // package cluster does it with signals).
 type Processes interface {
@@ -71,8 +95,26 @@ type Processes interface {
 	// Kill kills the process, as a crash would, and returns what starts it
 	// again and waits until it answers.
 	Kill(name string) (restart func(context.Context) error, err error)
+	// KillWith is Kill, and the restart gives the process extra arguments
+	// (this once: a later restart drops them).
+	KillWith(name string, extra ...string) (restart func(context.Context) error, err error)
 	// Stopped reports whether the process is stopped (SIGSTOP).
 	Stopped(name string) (bool, error)
+}
+
+// Close closes the Env's clients.
+func (e Env) Close() error {
+	errs := []error{e.Redis.Close()}
+	if e.Etcd != nil {
+		errs = append(errs, e.Etcd.Close())
+	}
+	if e.StandbyRedis != nil {
+		errs = append(errs, e.StandbyRedis.Close())
+	}
+	for _, c := range e.SpareRedis {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // reply is one sale's answer.
@@ -133,7 +175,8 @@ func (e Env) lockAfterFirst(ctx context.Context, first, second <-chan reply) (re
 		<-second
 		return r1, 0, reply{}, r1.err
 	}
-	held, err := e.Redis.Exists(ctx, e.LockKey).Result()
+	locked, err := e.locked(ctx)
+	held := map[bool]int64{true: 1}[locked]
 	r2 := <-second
 	if err == nil {
 		err = r2.err
@@ -141,11 +184,16 @@ func (e Env) lockAfterFirst(ctx context.Context, first, second <-chan reply) (re
 	return r1, held, r2, err
 }
 
-// reset deletes the lock key and sets the stock to 10 (through the
-// service), and returns it.
+// reset deletes the lock key (etcd's: every key under its prefix) and sets
+// the stock to 10 (through the service), and returns it.
 func (e Env) reset(ctx context.Context) (int64, error) {
 	if err := e.Redis.Del(ctx, e.LockKey).Err(); err != nil {
 		return 0, err
+	}
+	if e.lock == "etcd" {
+		if _, err := e.Etcd.Delete(ctx, e.LockKey+"/", clientv3.WithPrefix()); err != nil {
+			return 0, fmt.Errorf("scenario: etcd: %w", err)
+		}
 	}
 	stockURL := strings.TrimSuffix(e.URL, "/sale") + "/stock"
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, stockURL, strings.NewReader(`{"stock":10}`))
@@ -206,9 +254,27 @@ func (e Env) oversold(ctx context.Context, before int64, rs ...reply) (int64, st
 // waitLock waits until the lock key exists (or is gone), for at most limit.
 func (e Env) waitLock(ctx context.Context, exists bool, limit time.Duration) error {
 	return e.waitUntil(ctx, limit, func() (bool, error) {
-		n, err := e.Redis.Exists(ctx, e.LockKey).Result()
-		return (n == 1) == exists, err
+		locked, err := e.locked(ctx)
+		return locked == exists, err
 	})
+}
+
+// locked reports whether the running cell's lock is taken: its key exists
+// in Redis, or for etcd a key exists under its prefix (a holder's, or a
+// waiter's behind it).
+func (e Env) locked(ctx context.Context) (bool, error) {
+	if e.lock != "etcd" {
+		n, err := e.Redis.Exists(ctx, e.LockKey).Result()
+		return n == 1, err
+	}
+	if e.Etcd == nil {
+		return false, errors.New("scenario: no etcd client to watch the etcd lock")
+	}
+	resp, err := e.Etcd.Get(ctx, e.LockKey+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		return false, fmt.Errorf("scenario: etcd: %w", err)
+	}
+	return resp.Count > 0, nil
 }
 
 // waitUntil polls cond, an observable state, for at most limit.

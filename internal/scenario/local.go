@@ -6,14 +6,17 @@ import (
 	"net/http"
 	"time"
 
+	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/cluster"
+	"github.com/locklab/locklab/internal/locks/etcd"
 	"github.com/locklab/locklab/internal/redisconn"
+	"github.com/redis/go-redis/v9"
 )
 
 // Local is the Env of the local cluster c, whose replicas reported h on
 // /healthz: its nginx, its first two replicas, its Redis nodes, their keys and
-// lease. The caller closes Env.Redis.
+// lease. The caller closes it (Env.Close).
 func Local(c *cluster.Cluster, h api.Health, adminToken string) (Env, error) {
 	s := c.State
 	if len(s.Replicas) < 2 {
@@ -29,7 +32,35 @@ func Local(c *cluster.Cluster, h api.Health, adminToken string) (Env, error) {
 	replica := func(i int) Replica {
 		return Replica{Name: s.Replicas[i].Name, URL: "http://" + s.Replicas[i].Addr + "/sale"}
 	}
-	return Env{URL: s.URL, AdminToken: adminToken, Redis: redisconn.New(s.StockNode().Addr, s.RedisPassword),
+	var members []Member
+	var addrs []string
+	for _, m := range s.Etcd {
+		members, addrs = append(members, Member{Name: m.Name, Addr: m.Addr}), append(addrs, m.Addr)
+	}
+	cli, err := etcd.Dial(addrs)
+	if err != nil {
+		return Env{}, err
+	}
+	var spare []string
+	var spareRedis []*redis.Client
+	for _, n := range s.Redis[1:] {
+		spare, spareRedis = append(spare, n.Name), append(spareRedis, redisconn.New(n.Addr, s.RedisPassword))
+	}
+	env := Env{URL: s.URL, AdminToken: adminToken, Redis: redisconn.New(s.StockNode().Addr, s.RedisPassword), Etcd: cli,
 		LockKey: h.LockKey, StockKey: h.StockKey, TTL: ttl, Client: &http.Client{Timeout: 2 * time.Minute},
-		Replicas: [2]Replica{replica(0), replica(1)}, StockNode: s.StockNode().Name, SpareNode: s.SpareNode().Name, Procs: c}, nil
+		Replicas: [2]Replica{replica(0), replica(1)}, StockNode: s.StockNode().Name, StockAddr: s.StockNode().Addr,
+		SpareNodes: spare, SpareRedis: spareRedis, EtcdMembers: members, Procs: c}
+	if s.Toxiproxy != nil {
+		env.Faults = toxiproxy.NewClient(s.Toxiproxy.Addr)
+	}
+	if s.Standby != nil {
+		env.Standby, env.StandbyAddr = s.Standby.Name, s.Standby.Addr
+		for _, fp := range s.FaultProxies {
+			if fp.Name == cluster.FaultProxyName(s.Standby.Name, s.StockNode().Name) {
+				env.StandbyLink = fp.Listen
+			}
+		}
+		env.StandbyRedis = redisconn.New(s.Standby.Addr, s.RedisPassword)
+	}
+	return env, nil
 }

@@ -49,7 +49,10 @@ type Scenario struct {
 	Expect   map[string]string `json:"expect"` // version -> expected outcome; the versions it applies to
 	// NeedsProcs says that it freezes or kills processes: it needs Env.Procs.
 	NeedsProcs bool `json:"needs_procs"`
-	run        runFunc
+	// NeedsFaults says that it cuts or delays the network: it needs
+	// Env.Faults.
+	NeedsFaults bool `json:"needs_faults,omitempty"`
+	run         runFunc
 }
 
 // runFunc makes a scenario happen to lock, with the lock key gone and the
@@ -84,15 +87,25 @@ func (c Cell) OK() bool { return c.Expected == c.Observed && c.Evidence == "" }
 // expected to do, read from scenarios.json (prose, kept as data), each bound
 // to the code that makes it happen.
 var All = bind(catalogue, map[string]runFunc{
-	"slow-holder":        slowHolder(false),
-	"slow-holder+fence":  slowHolder(true),
-	"lost-lease":         lostLease,
-	"release-race":       releaseRace,
-	"crash-holder":       crashHolder,
-	"node-down":          nodeDown,
-	"pause-holder":       pauseHolder(false),
-	"pause-holder+fence": pauseHolder(true),
-	"reentry":            reentry,
+	"slow-holder":            slowHolder(false),
+	"slow-holder+fence":      slowHolder(true),
+	"lost-lease":             lostLease,
+	"release-race":           releaseRace,
+	"crash-holder":           crashHolder,
+	"node-down":              nodeDown,
+	"majority-down":          majorityDown,
+	"partition-holder":       partitionHolder(false),
+	"partition-holder+fence": partitionHolder(true),
+	"delayed-write":          delayedWrite(false),
+	"delayed-write+fence":    delayedWrite(true),
+	"failover":               failover(false),
+	"failover+ack":           failover(true),
+	"redlock-restart":        redlockRestart(noFix),
+	"redlock-restart+delay":  redlockRestart(delayRestart),
+	"redlock-restart+fsync":  redlockRestart(fsyncAlways),
+	"pause-holder":           pauseHolder(false),
+	"pause-holder+fence":     pauseHolder(true),
+	"reentry":                reentry,
 })
 
 //go:embed scenarios.json
@@ -127,8 +140,12 @@ func Names() []string {
 // Run runs s against lock and compares.
 func (s Scenario) Run(ctx context.Context, e Env, lock string) (Cell, error) {
 	c := Cell{Scenario: s.Name, Lock: lock, Expected: s.Expect[lock]}
+	e.lock = lock
 	if s.NeedsProcs && e.Procs == nil {
 		return c, fmt.Errorf("%s needs control of the cluster's processes (the local cluster's run directory)", s.Name)
+	}
+	if s.NeedsFaults && e.Faults == nil {
+		return c, fmt.Errorf("%s needs the fault proxies: a local cluster started with FAULTS=1 (make scenarios starts one)", s.Name)
 	}
 	before, err := e.reset(ctx)
 	if err != nil {
@@ -145,6 +162,9 @@ func (s Scenario) Run(ctx context.Context, e Env, lock string) (Cell, error) {
 		return c, err
 	}
 	c.Sales, c.Verdict, c.TwoHolders, c.LostUpdates = sales, v, v.TwoHolders, v.LostUpdates
+	if c.Observed == byHistory {
+		c.Observed = historyOutcome(v.TwoHolders)
+	}
 	c.Detail += fmt.Sprintf("; history: %d two holders, %d lost updates", c.TwoHolders, c.LostUpdates)
 	c.Evidence = agrees(c.Observed, v)
 	return c, nil
@@ -286,29 +306,38 @@ func crashHolder(ctx context.Context, e Env, lock string, before int64) (observe
 
 // nodeDown: with the single-node locks' node not answering, every sale must
 // fail cleanly (503 unavailable, nothing sold, the stock as it was once the
-// node is back); with one of redlock's three nodes dead, ten concurrent sales
-// must still go through on the other two, without oversell.
+// node is back); with one of redlock's three nodes dead, or etcd's leader,
+// ten concurrent sales must still go through on the others, without
+// oversell (etcd elects a new leader meanwhile).
 func nodeDown(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error) {
-	fire := func(n int) []reply {
-		chans := make([]<-chan reply, n)
-		for i := range chans {
-			chans[i] = e.sell(ctx, lock, "")
+	switch lock {
+	case "redlock", "etcd":
+		victim := e.SpareNodes[len(e.SpareNodes)-1]
+		if lock == "etcd" {
+			if victim, err = e.etcdLeader(ctx); err != nil {
+				return "", "", err
+			}
 		}
-		replies := make([]reply, n)
-		for i, ch := range chans {
-			replies[i] = <-ch
-		}
-		return replies
-	}
-	if lock == "redlock" {
-		restart, err := e.Procs.Kill(e.SpareNode)
+		restarts, err := e.kill(victim)
 		if err != nil {
 			return "", "", err
 		}
-		e.mark(e.SpareNode + " killed")
-		defer func() { err = errors.Join(err, restart(ctx)) }()
-		replies := fire(10)
+		defer func() { err = errors.Join(err, restarts(ctx)) }()
+		elected := ""
+		if lock == "etcd" {
+			// A request whose proposal went to the dead leader is lost with
+			// it and waits for its deadline (etcd retries nothing): the
+			// sales start once the others have elected a new one.
+			start := time.Now()
+			if err := e.waitUntil(ctx, 10*time.Second, func() (bool, error) { return e.etcdElected(ctx, victim), nil }); err != nil {
+				return "", "", fmt.Errorf("etcd elected no new leader after %s was killed: %w", victim, err)
+			}
+			e.mark("etcd elected a new leader")
+			elected = fmt.Sprintf(", %s (the leader) killed, a new leader in %s", victim, time.Since(start).Round(10*time.Millisecond))
+		}
+		replies := e.fire(ctx, lock, 10)
 		oversold, detail, err := e.oversold(ctx, before, replies...)
+		detail += elected
 		if err != nil {
 			return "", "", err
 		}
@@ -323,25 +352,123 @@ func nodeDown(ctx context.Context, e Env, lock string, before int64) (observed, 
 	}
 	e.mark(e.StockNode + " frozen")
 	defer func() { err = errors.Join(err, thaw()) }()
-	replies := fire(5)
+	replies := e.fire(ctx, lock, 5)
 	if err := thaw(); err != nil {
 		return "", "", err
 	}
+	return e.clean503(ctx, before, replies)
+}
+
+// majorityDown: two of the lock's three nodes killed (redlock: the two only
+// it uses; etcd: two members, so the third has no quorum). No sale may go
+// through: each answers 503, redlock's at once (no quorum of SETs), etcd's
+// at its acquire deadline (a member with no quorum never answers), and the
+// stock is as it was.
+func majorityDown(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error) {
+	victims := e.SpareNodes
+	if lock == "etcd" {
+		victims = []string{e.EtcdMembers[1].Name, e.EtcdMembers[2].Name}
+	}
+	restarts, err := e.kill(victims...)
+	if err != nil {
+		return "", "", err
+	}
+	defer func() { err = errors.Join(err, restarts(ctx)) }()
+	return e.clean503(ctx, before, e.fire(ctx, lock, 5))
+}
+
+// fire sends n sales of lock at once and returns their replies.
+func (e Env) fire(ctx context.Context, lock string, n int) []reply {
+	chans := make([]<-chan reply, n)
+	for i := range chans {
+		chans[i] = e.sell(ctx, lock, "")
+	}
+	replies := make([]reply, n)
+	for i, ch := range chans {
+		replies[i] = <-ch
+	}
+	return replies
+}
+
+// clean503 is Clean503 when every reply was a 503 that sold nothing (the
+// lock's node unavailable, or the lock not obtained by the deadline) and the
+// stock is as it was before.
+func (e Env) clean503(ctx context.Context, before int64, replies []reply) (string, string, error) {
 	after, err := e.Redis.Get(ctx, e.StockKey).Int64()
 	if err != nil {
 		return "", "", err
 	}
-	clean := 0
+	clean, codes := 0, map[string]int{}
 	for _, r := range replies {
-		if r.err == nil && r.code == api.CodeUnavailable {
+		if r.err == nil && (r.code == api.CodeUnavailable || r.code == api.CodeLockTimeout) {
 			clean++
 		}
+		codes[fmt.Sprintf("%d %s", r.status, r.code)]++
 	}
-	detail = fmt.Sprintf("%d of %d replies 503 unavailable, stock %d -> %d", clean, len(replies), before, after)
+	detail := fmt.Sprintf("%d of %d replies clean 503s %v, stock %d -> %d", clean, len(replies), codes, before, after)
 	if clean == len(replies) && after == before {
 		return Clean503, detail, nil
 	}
 	return "not clean", detail, nil
+}
+
+// kill kills the named processes, marks it on the timeline, and returns
+// what starts them again (each waits until its process answers).
+func (e Env) kill(names ...string) (restart func(context.Context) error, err error) {
+	var restarts []func(context.Context) error
+	restart = func(ctx context.Context) error {
+		var errs []error
+		for _, r := range restarts {
+			errs = append(errs, r(ctx))
+		}
+		return errors.Join(errs...)
+	}
+	for _, name := range names {
+		r, err := e.Procs.Kill(name)
+		if err != nil {
+			return nil, errors.Join(err, restart(context.Background()))
+		}
+		restarts = append(restarts, r)
+		e.mark(name + " killed")
+	}
+	return restart, nil
+}
+
+// etcdElected reports whether the members other than gone have elected one
+// of themselves leader.
+func (e Env) etcdElected(ctx context.Context, gone string) bool {
+	ids, leaders := map[uint64]bool{}, map[uint64]bool{}
+	for _, m := range e.EtcdMembers {
+		if m.Name == gone {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		st, err := e.Etcd.Status(sctx, m.Addr)
+		cancel()
+		if err == nil {
+			ids[st.Header.MemberId], leaders[st.Leader] = true, true
+		}
+	}
+	for id := range leaders {
+		if ids[id] {
+			return true
+		}
+	}
+	return false
+}
+
+// etcdLeader is the process name of etcd's current leader.
+func (e Env) etcdLeader(ctx context.Context) (string, error) {
+	for _, m := range e.EtcdMembers {
+		st, err := e.Etcd.Status(ctx, m.Addr)
+		if err != nil {
+			return "", fmt.Errorf("scenario: etcd %s: %w", m.Name, err)
+		}
+		if st.Header.MemberId == st.Leader {
+			return m.Name, nil
+		}
+	}
+	return "", errors.New("scenario: etcd has no leader")
 }
 
 // pauseHolder: S, on replica 1, takes the lock, reads the stock, makes every

@@ -328,6 +328,11 @@ func (h *handlers) faults(r *http.Request, q url.Values) (f chaos.Faults, nested
 			}
 			return ok
 		}},
+		{"replica_ack", "a replica count, 0-5", func(v string) bool {
+			n, err := strconv.Atoi(v)
+			f.ReplicaAck = n
+			return err == nil && n >= 0 && n <= 5
+		}},
 		{"fence", "1 or 0", func(v string) bool {
 			b, ok := boolean(v)
 			fence = &b
@@ -338,7 +343,7 @@ func (h *handlers) faults(r *http.Request, q url.Values) (f chaos.Faults, nested
 		return f, false, nil, nil
 	}
 	if !h.Chaos {
-		return f, false, nil, &requestError{api.CodeChaosDisabled, "fault hooks (hold, release_pause, nested, fence, stop_before_write) need the service started with -chaos"}
+		return f, false, nil, &requestError{api.CodeChaosDisabled, "fault hooks (hold, release_pause, nested, fence, stop_before_write, replica_ack) need the service started with -chaos"}
 	}
 	if !h.authorized(r) {
 		return f, false, nil, &requestError{api.CodeUnauthorized, "fault hooks need the admin token: send Authorization: Bearer <token>"}

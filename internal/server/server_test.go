@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/etcdtest"
 	"github.com/locklab/locklab/internal/history"
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
 	"github.com/locklab/locklab/internal/redistest"
@@ -37,6 +38,7 @@ type options struct {
 	chaos          bool
 	acquireTimeout time.Duration
 	maxInFlight    int
+	noEtcd         bool            // -lock etcd with no etcd cluster configured
 	base           context.Context // every request's context (default: background)
 }
 
@@ -52,8 +54,12 @@ func newStack(t testing.TB, o options) *stack {
 	if o.chaos {
 		variants = append(variants, versions.Variant{Wait: "poll", Fence: true})
 	}
-	all := versions.BuildAll(versions.Deps{Redis: s.nodes[0].Client(), Redlock: clients,
-		LockKey: api.DefaultLockKey, Retry: time.Millisecond, RedlockRetry: time.Millisecond}, variants)
+	deps := versions.Deps{Redis: s.nodes[0].Client(), Redlock: clients,
+		LockKey: api.DefaultLockKey, Retry: time.Millisecond, RedlockRetry: time.Millisecond}
+	if o.lock == "etcd" && !o.noEtcd { // one real member: the etcd row's cluster tests are the guard's
+		deps.Etcd = etcdtest.Start(t, 1).Client()
+	}
+	all := versions.BuildAll(deps, variants)
 	if o.lock == "" {
 		o.lock = "v6"
 	}
@@ -152,7 +158,7 @@ func TestLockOverride(t *testing.T) {
 	on.expect(t, on.do(t, "POST", "/sale?lock=v7", ""), 200, map[string]any{"lock": "v7", "sold": true})
 	r := on.do(t, "POST", "/sale?lock=v9", "")
 	on.expect(t, r, 400, map[string]any{"code": "unknown_lock"})
-	if !strings.Contains(r.body["error"].(string), "none v1 v2 v3 v4 v5 v6 v7 v8 redlock atomic") {
+	if !strings.Contains(r.body["error"].(string), "none v1 v2 v3 v4 v5 v6 v7 v8 redlock etcd atomic") {
 		t.Fatalf("error %q does not list the versions", r.body["error"])
 	}
 	if on.stock(t) != "4" {
@@ -233,6 +239,18 @@ func TestRedlockQuorumLost(t *testing.T) {
 	}
 	if s.stock(t) != "4" {
 		t.Fatalf("stock %s, want 4", s.stock(t))
+	}
+}
+
+// The etcd version on a replica with no etcd cluster: a clean 503, nothing
+// sold, the stock untouched.
+func TestEtcdNotConfigured(t *testing.T) {
+	s := newStack(t, options{lock: "etcd", noEtcd: true})
+	s.rdb.Set(context.Background(), api.DefaultStockKey, 5, 0)
+	r := s.do(t, "POST", "/sale", "")
+	s.expect(t, r, 503, map[string]any{"sold": false, "code": "unavailable"})
+	if !strings.Contains(r.body["error"].(string), "-etcd") || s.stock(t) != "5" {
+		t.Fatalf("error %q, stock %s: want the -etcd flag named and the stock at 5", r.body["error"], s.stock(t))
 	}
 }
 

@@ -5,15 +5,20 @@
 package versions
 
 import (
+	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/lease"
+	etcdlock "github.com/locklab/locklab/internal/locks/etcd"
 	"github.com/locklab/locklab/internal/locks/redlock"
+	"github.com/locklab/locklab/internal/locks/replicaack"
 	"github.com/locklab/locklab/internal/locks/retry"
 	mutex "github.com/locklab/locklab/internal/locks/v1_mutex"
 	setnx "github.com/locklab/locklab/internal/locks/v3_setnx"
@@ -22,6 +27,7 @@ import (
 	watchdog "github.com/locklab/locklab/internal/locks/v8_watchdog"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Version describes one lock version.
@@ -82,9 +88,12 @@ func Lookup(name string) (Version, bool) {
 type Deps struct {
 	Redis   *redis.Client           // the single-node locks' Redis (and the stock's)
 	Redlock []redis.UniversalClient // the independent Redlock nodes
-	LockKey string                  // default api.DefaultLockKey, the tutorial's
-	TTL     time.Duration           // the lease (v4 on); default 20 s, the tutorial's
-	Retry   time.Duration           // mean wait between polls, single-node locks; default 20 ms
+	// Etcd is the etcd lock's cluster; nil: the etcd version answers every
+	// sale with an error (unavailable), as a node that is down would.
+	Etcd    *clientv3.Client
+	LockKey string        // default api.DefaultLockKey, the tutorial's
+	TTL     time.Duration // the lease (v4 on); default 20 s, the tutorial's
+	Retry   time.Duration // mean wait between polls, single-node locks; default 20 ms
 	// RedlockRetry is redlock's: each attempt is a round trip to every node
 	// (and a release on all of them when it fails), so it polls less often;
 	// default 100 ms.
@@ -92,8 +101,11 @@ type Deps struct {
 	// Notifier is the lock key's subscription, needed for Wait "notify" and
 	// "handoff".
 	Notifier *retry.Notifier
-	Log      *slog.Logger // nil: discard
-	Observer Observer     // nil: none
+	// ReplicaAck is how many replicas of the single-node locks' node must
+	// acknowledge each acquisition (0: none, Redis's asynchronous default).
+	ReplicaAck int
+	Log        *slog.Logger // nil: discard
+	Observer   Observer     // nil: none
 }
 
 // Observer is told what the locks do in the background: the attempts each
@@ -137,6 +149,12 @@ func Build(d Deps, v Variant) map[string]sale.Method {
 	polled := func(name string, g retry.Guard, interval time.Duration, fence string) sale.Method {
 		return sale.Method{Name: name, Lock: retry.Poll(g, interval, d.counter(name, "poll")), Fence: fence, Wait: "poll"}
 	}
+	// The single-node locks wait, after each acquisition, for their node's
+	// replicas to acknowledge it when -replica-ack (or the request) asks.
+	acked := func(m sale.Method) sale.Method {
+		m.Lock = replicaack.Wrap(m.Lock, d.Redis, d.LockKey+":ack", d.ReplicaAck)
+		return m
+	}
 	single := func(name string, g retry.Queuer) sale.Method {
 		m := sale.Method{Name: name, Fence: domain("redis"), Wait: v.Wait}
 		switch v.Wait {
@@ -145,9 +163,9 @@ func Build(d Deps, v Variant) map[string]sale.Method {
 		case "handoff":
 			m.Lock = retry.Handoff(g, d.Notifier, d.counter(name, v.Wait))
 		default:
-			return polled(name, g, d.Retry, domain("redis"))
+			return acked(polled(name, g, d.Retry, domain("redis")))
 		}
-		return m
+		return acked(m)
 	}
 	local := func(name string) sale.Method {
 		return sale.Method{Name: name, Lock: retry.Local(mutex.New(), d.counter(name, ""))}
@@ -165,6 +183,7 @@ func Build(d Deps, v Variant) map[string]sale.Method {
 		"v7":      single("v7", reentrant.New(d.Redis, hash)),
 		"v8":      single("v8", watchdog.New(d.Redis, hash, d.Log.With("lock", "v8"), d.Observer)),
 		"redlock": polled("redlock", redlock.New(d.Redlock, redlock.Options{Key: key, TTL: ttl, Fence: fence}), d.RedlockRetry, domain("redlock")),
+		"etcd":    {Name: "etcd", Lock: d.etcd(key, ttl, fence), Fence: domain("etcd"), Wait: "watch"},
 		"atomic":  {Name: "atomic", Atomic: true},
 	}
 	for _, name := range []string{"v7", "v8"} { // the tutorial's v7 /sale takes the lock twice
@@ -202,6 +221,36 @@ func (d Deps) withDefaults() Deps {
 	}
 	return d
 }
+
+// etcd is the etcd lock. It waits by itself (each waiter watches the key
+// before its own, woken when that one goes): one attempt per acquisition.
+func (d Deps) etcd(key string, ttl time.Duration, fence bool) sale.Locker {
+	if d.Etcd == nil {
+		return noEtcd{}
+	}
+	return counted{etcdlock.New(d.Etcd, etcdlock.Options{Key: key, TTL: ttl, Fence: fence}), d.counter("etcd", "watch")}
+}
+
+// counted counts one attempt per acquisition of a lock that waits by itself.
+type counted struct {
+	l     sale.Locker
+	count retry.Counter
+}
+
+func (c counted) Acquire(ctx context.Context, owner string) (lease.Lease, error) {
+	if c.count != nil {
+		defer c.count(1)
+	}
+	return c.l.Acquire(ctx, owner)
+}
+
+// ErrNoEtcd is the etcd version's error when the service has no etcd
+// client.
+var ErrNoEtcd = errors.New("versions: no etcd cluster configured (-etcd)")
+
+type noEtcd struct{}
+
+func (noEtcd) Acquire(context.Context, string) (lease.Lease, error) { return nil, ErrNoEtcd }
 
 // counter reports lock's attempts, waiting as wait says, to the observer.
 func (d Deps) counter(lock, wait string) retry.Counter {

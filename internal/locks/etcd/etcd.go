@@ -29,7 +29,26 @@ import (
 	"github.com/locklab/locklab/internal/lease"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
+	"go.uber.org/zap"
 )
+
+// Dial returns a client of the etcd members at endpoints (host:port). It
+// does not wait for them: a member that is down is tried again by the
+// client, and a request finds out under its own deadline (with no quorum,
+// etcd never answers, so every request here carries one). Its own log is
+// off: every failure it would log reaches the caller as an error.
+func Dial(endpoints []string) (*clientv3.Client, error) {
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints: endpoints, Logger: zap.NewNop(),
+		// A member that stops answering (killed, frozen, cut off) is noticed
+		// within seconds, and the client moves to another.
+		DialKeepAliveTime: 2 * time.Second, DialKeepAliveTimeout: time.Second,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcd: client of %v: %w", endpoints, err)
+	}
+	return cli, nil
+}
 
 // Options configure a Locker. The zero value is a 20 s lease on the key "lock".
 type Options struct {
@@ -124,7 +143,7 @@ func (l *Locker) acquire(ctx context.Context, lock func(*concurrency.Mutex) erro
 // member unreachable: unavailable).
 func (l *Locker) failed(ctx context.Context, what string, err error) error {
 	if ctx.Err() != nil {
-		return fmt.Errorf("lock not obtained: %w", context.Cause(ctx))
+		return fmt.Errorf("lock not obtained (etcd: %s %s): %w", what, l.prefix, context.Cause(ctx))
 	}
 	return fmt.Errorf("etcd: %s %s: %w", what, l.prefix, err)
 }

@@ -1,0 +1,97 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+)
+
+// The fault proxies (Config.Faults): a toxiproxy server (Shopify's, built
+// from the module's tool dependency) with one proxy per replica and Redis
+// node, so that a scenario can cut, stall or delay what one replica says to
+// one node while the other replica reaches it as before: network faults
+// without Docker. Each proxy is named REPLICA>NODE and listens on
+// faultPortBase + 100*replica + (node port - 6380): inventory-1's way to
+// redis-6381 is 127.0.0.1:16101.
+const (
+	faultAPIPort  = 8474 // toxiproxy's own default
+	faultPortBase = 16000
+)
+
+// FaultProxy is one proxy: who it carries, where it listens, where it leads.
+type FaultProxy struct {
+	Name     string `json:"name"`
+	Listen   string `json:"listen"`
+	Upstream string `json:"upstream"`
+	Enabled  bool   `json:"enabled"`
+}
+
+// FaultProxyName is the name of the proxy that carries replica's traffic to
+// node.
+func FaultProxyName(replica, node string) string { return replica + ">" + node }
+
+// planFaults lays out the toxiproxy server and its proxies (the replicas'
+// addresses of the nodes become the proxies'), and the stock node's standby:
+// an asynchronous Redis replica of it, which the failover scenario promotes
+// and points the proxies at, as Sentinel and a virtual address would.
+func planFaults(dir string, s *State, replicas []string, password string) {
+	s.Toxiproxy = &Proc{Name: "toxiproxy", Addr: "127.0.0.1:" + strconv.Itoa(faultAPIPort), Log: filepath.Join(dir, "toxiproxy.log"),
+		Args: []string{filepath.Join(dir, "bin", "toxiproxy"), "-host", "127.0.0.1", "-port", strconv.Itoa(faultAPIPort),
+			"-config", faultConfig(dir)}}
+	// The standby replicates through a proxy of its own, so a scenario can
+	// stall the replication link (what it already received a frozen replica
+	// would still apply on waking: a cut drops it on the way).
+	stock := s.Redis[0]
+	standby := "127.0.0.1:" + strconv.Itoa(portOf(s.Redis[len(s.Redis)-1].Addr)+1)
+	name := "redis-" + strconv.Itoa(portOf(standby))
+	link := FaultProxy{Name: FaultProxyName(name, stock.Name), Listen: "127.0.0.1:" + strconv.Itoa(faultPortBase+portOf(standby)-6300),
+		Upstream: stock.Addr, Enabled: true}
+	args := slices.Concat(redisArgs(stock.Args[0], portOf(standby), dir), []string{"--replicaof", "127.0.0.1", strconv.Itoa(portOf(link.Listen))})
+	if password != "" {
+		args = append(args, "--requirepass", password, "--masterauth", password)
+	}
+	s.Standby = &Proc{Name: name, Addr: standby, Log: filepath.Join(dir, name+".log"), Args: args}
+	s.FaultProxies = []FaultProxy{link}
+	for i, r := range replicas {
+		for _, n := range s.Redis {
+			s.FaultProxies = append(s.FaultProxies, FaultProxy{Name: FaultProxyName(r, n.Name),
+				Listen: "127.0.0.1:" + strconv.Itoa(faultPortBase+100*(i+1)+portOf(n.Addr)-6380), Upstream: n.Addr, Enabled: true})
+		}
+	}
+	for _, p := range s.FaultProxies {
+		s.Toxiproxy.Extra = append(s.Toxiproxy.Extra, p.Listen)
+	}
+}
+
+// nodeAddrs is where replica reaches each Redis node: through its own
+// proxies when the cluster has them.
+func (s *State) nodeAddrs(replica string) []string {
+	var addrs []string
+	for _, n := range s.Redis {
+		addr := n.Addr
+		for _, p := range s.FaultProxies {
+			if p.Name == FaultProxyName(replica, n.Name) {
+				addr = p.Listen
+			}
+		}
+		addrs = append(addrs, addr)
+	}
+	return addrs
+}
+
+// faultConfig is the file toxiproxy creates its proxies from at start.
+func faultConfig(dir string) string { return filepath.Join(dir, "toxiproxy.json") }
+
+func writeFaultConfig(dir string, proxies []FaultProxy) error {
+	raw, err := json.MarshalIndent(proxies, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(faultConfig(dir), append(raw, '\n'), 0o644); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+package replicaack_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/internal/chaos"
+	"github.com/locklab/locklab/internal/locks/replicaack"
+	lua "github.com/locklab/locklab/internal/locks/v6_lua"
+	"github.com/locklab/locklab/internal/locktest"
+	"github.com/locklab/locklab/internal/redistest"
+)
+
+// A primary with one asynchronous replica, on real Redis: with the replica
+// in sync an acquisition is acknowledged and kept; with it gone, the
+// acquisition is given up (the lock released) and the error says why; and
+// with no acknowledgement asked for, nothing waits.
+func TestAcknowledged(t *testing.T) {
+	ctx := context.Background()
+	primary, replica := redistest.Start(t), redistest.Start(t)
+	rdb := primary.Client()
+	_, port, _ := strings.Cut(primary.Addr, ":")
+	if err := replica.Client().ReplicaOf(ctx, "127.0.0.1", port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	locktest.WaitFor(t, 10*time.Second, "the replica in sync", func() bool {
+		info := replica.Client().Info(ctx, "replication").Val()
+		return strings.Contains(info, "master_link_status:up")
+	})
+	l := replicaack.Wrap(locktest.Poll(lua.New(rdb, lua.Options{Key: "lock", TTL: 10 * time.Second})), rdb, "lock:ack", 1)
+
+	held, err := l.Acquire(ctx, "a")
+	if err != nil {
+		t.Fatalf("with the replica in sync: %v", err)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	replica.Stop()
+	start := time.Now()
+	_, err = l.Acquire(ctx, "b")
+	if !errors.Is(err, replicaack.ErrNotAcknowledged) || !strings.Contains(err.Error(), "0 of 1") {
+		t.Fatalf("with the replica gone: %v, want ErrNotAcknowledged (0 of 1)", err)
+	}
+	if took := time.Since(start); took < replicaack.DefaultTimeout {
+		t.Fatalf("gave up after %s, before WAIT's timeout", took)
+	}
+	if n := rdb.Exists(ctx, "lock").Val(); n != 0 {
+		t.Fatal("an unacknowledged lock was kept")
+	}
+
+	// Not asked (0), or asked by the request's hook only.
+	plain := replicaack.Wrap(locktest.Poll(lua.New(rdb, lua.Options{Key: "lock", TTL: 10 * time.Second})), rdb, "lock:ack", 0)
+	held, err = plain.Acquire(ctx, "c")
+	if err != nil {
+		t.Fatalf("with no acknowledgement asked: %v", err)
+	}
+	_ = held.Release(ctx)
+	if _, err := plain.Acquire(chaos.With(ctx, chaos.Faults{ReplicaAck: 1}), "d"); !errors.Is(err, replicaack.ErrNotAcknowledged) {
+		t.Fatalf("with replica_ack=1 from the request: %v, want ErrNotAcknowledged", err)
+	}
+}

@@ -1,0 +1,133 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/internal/cluster"
+)
+
+// failover (seed 004's problem 4): the lock's node has an asynchronous
+// replica, the standby. Its replication link stalls (the fault proxy it
+// replicates through drops every byte); holder A, on replica 1, takes the lock
+// and reads the stock; the primary dies before the standby has A's key;
+// the standby is promoted (REPLICAOF NO ONE, what Sentinel would do) and
+// both replicas' way to "the lock's node" now leads to it (the fault
+// proxies re-pointed, as a virtual address would move). Sale B, on replica
+// 2, finds no lock there and takes it while A still holds its lease: two
+// holders. With replica_ack=1 (Redisson's answer, -replica-ack) A waits
+// after acquiring for the standby's acknowledgement, does not get it within
+// 500 ms, gives the lock up and sells nothing (503): one holder only. After
+// the cell the old primary comes back, empty, as the primary again, and the
+// standby follows it.
+func failover(ack bool) runFunc {
+	return func(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error) {
+		if e.StandbyRedis == nil || e.Faults == nil {
+			return "", "", errors.New("failover needs the standby and the fault proxies: a cluster started with FAULTS=1")
+		}
+		if err := e.standbyInSync(ctx); err != nil {
+			return "", "", err
+		}
+		heal, err := e.cut(e.Standby, e.StockNode) // the replication link stalls
+		if err != nil {
+			return "", "", err
+		}
+		defer func() { err = errors.Join(err, heal()) }()
+		hooks := "hold=" + (e.TTL * 9 / 10).String()
+		var a <-chan reply
+		var ra reply
+		if ack {
+			// A's acquisition waits for the standby and gives up: its reply
+			// comes before the failover.
+			ra = <-e.sellAt(ctx, e.Replicas[0].URL, lock, hooks+"&replica_ack=1")
+		} else if a, err = e.heldAndRead(ctx, lock, hooks); err != nil {
+			return "", "", err
+		}
+		restartPrimary, err := e.Procs.Kill(e.StockNode)
+		if err != nil {
+			if a != nil {
+				<-a
+			}
+			return "", "", err
+		}
+		e.mark(e.StockNode + " (primary) killed")
+		defer func() { err = errors.Join(err, e.failBack(ctx, restartPrimary)) }()
+		if err := errors.Join(e.StandbyRedis.SlaveOf(ctx, "no", "one").Err(), e.repoint(e.StandbyAddr), heal()); err != nil {
+			if a != nil {
+				<-a
+			}
+			return "", "", fmt.Errorf("failover: %w", err)
+		}
+		e.mark(e.Standby + " promoted; the lock's node is now " + e.Standby)
+		rb := <-e.sellAt(ctx, e.Replicas[1].URL, lock, "")
+		if a != nil {
+			ra = <-a
+		}
+		if err := errors.Join(ra.err, rb.err); err != nil {
+			return "", "", err
+		}
+		after, err := e.StandbyRedis.Get(ctx, e.StockKey).Int64()
+		if err != nil {
+			return "", "", err
+		}
+		detail = fmt.Sprintf("replies %d %s, %d; stock %d -> %d on the promoted standby", ra.status, ra.code, rb.status, before, after)
+		return byHistory, detail, nil
+	}
+}
+
+// standbyInSync waits until the standby has replicated everything the
+// primary has (the stock the cell just set).
+func (e Env) standbyInSync(ctx context.Context) error {
+	offset := func(info, field string) string {
+		for line := range strings.SplitSeq(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	err := e.waitUntil(ctx, 10*time.Second, func() (bool, error) {
+		p, err1 := e.Redis.Info(ctx, "replication").Result()
+		s, err2 := e.StandbyRedis.Info(ctx, "replication").Result()
+		if err := errors.Join(err1, err2); err != nil {
+			return false, err
+		}
+		return offset(s, "master_link_status") == "up" && offset(s, "slave_repl_offset") == offset(p, "master_repl_offset"), nil
+	})
+	if err != nil {
+		return fmt.Errorf("the standby never caught up with the primary: %w", err)
+	}
+	return nil
+}
+
+// repoint leads both replicas' way to the stock's node to addr.
+func (e Env) repoint(addr string) error {
+	var errs []error
+	for _, r := range e.Replicas {
+		name := cluster.FaultProxyName(r.Name, e.StockNode)
+		p, err := e.Faults.Proxy(name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("scenario: fault proxy %s: %w", name, err))
+			continue
+		}
+		p.Upstream = addr
+		errs = append(errs, p.Save())
+	}
+	return errors.Join(errs...)
+}
+
+// failBack restores the cluster after a failover: the old primary back
+// (empty) and the replicas' way to it, the standby its replica again.
+func (e Env) failBack(ctx context.Context, restartPrimary func(context.Context) error) error {
+	_, port, _ := net.SplitHostPort(e.StandbyLink)
+	err := errors.Join(restartPrimary(ctx), e.repoint(e.StockAddr), e.StandbyRedis.SlaveOf(ctx, "127.0.0.1", port).Err())
+	e.mark(e.StockNode + " back as the primary, " + e.Standby + " its standby")
+	if err != nil {
+		return fmt.Errorf("fail back: %w", err)
+	}
+	return e.standbyInSync(ctx)
+}
