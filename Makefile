@@ -13,7 +13,7 @@ CLUSTER := $(GO) run ./cmd/cluster
 URL := http://localhost:$(PORT)
 REPORT := $(CURDIR)/report.html
 
-.PHONY: fuzz stress test-busy bench bench-readme bench-guards scenarios scenarios-readme test test-e2e e2e-compose images-offline vet build check-tools up down status demo bench-loadtest clean
+.PHONY: fuzz stress test-busy bench bench-readme bench-guards scenarios scenarios-compose nemesis scenarios-readme test test-e2e e2e-compose images-offline vet build check-tools up down status demo bench-loadtest clean
 
 test: check-tools vet
 	$(GO) test -race ./...
@@ -122,6 +122,23 @@ scenarios:
 	@$(SCENARIO_ENV) $(CLUSTER) up
 	@status=0; \
 	$(GO) run ./loadtest -url $(URL)/sale -admin-token scenarios -run-dir $(RUN_DIR) -scenario $(SCENARIO) $(SCENARIO_FLAGS) || status=$$?; \
+	$(CLUSTER) down; \
+	exit $$status
+
+# The scenarios against the Docker Compose stack (offline images; OFFLINE=0:
+# the registry's): up with deploy/docker-compose.scenarios.yml, every
+# scenario that makes sense there, down, whatever happens.
+scenarios-compose:
+	@SCENARIO=$(SCENARIO) SCENARIO_FLAGS="$(SCENARIO_FLAGS)" bash deploy/compose-scenarios.sh
+
+# A seeded schedule of faults against a steady load, judged by the history
+# checker: the scenarios' cluster, with 20 ms of business time per sale (so
+# that a paused replica is often caught holding the lock), then down.
+NEMESIS_FLAGS ?= -duration 60s -seed 1 -lock v8,redlock
+nemesis:
+	@$(SCENARIO_ENV) WORK=20ms $(CLUSTER) up
+	@status=0; \
+	$(GO) run ./loadtest -url $(URL)/sale -admin-token scenarios -run-dir $(RUN_DIR) -nemesis $(NEMESIS_FLAGS) || status=$$?; \
 	$(CLUSTER) down; \
 	exit $$status
 

@@ -6,8 +6,9 @@
 # one replica, as the tutorial runs it), v6, redlock and etcd not, with the
 # checker's evidence; with one Redis node stopped redlock still sells without
 # oversell, and with one etcd member stopped etcd does; with the stock's node
-# stopped v6 answers clean 503s. Then it tears
-# everything down and checks that no container, network or volume is left.
+# stopped v6 answers clean 503s; then every fault scenario that makes sense on
+# Compose (deploy/compose-scenarios.sh). Then it tears everything down and
+# checks that no container, network or volume is left.
 #
 # COMPOSE picks the tool ("docker compose" when that works, else docker-compose);
 # UP_FLAGS are added to `up -d` (--wait: Compose v2 only); QUICK=1 stops after
@@ -18,7 +19,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 PROJECT=${PROJECT:-locklab-e2e}
 say() { printf 'e2e-compose: %s\n' "$*" >&2; }
-fail() { say "FAIL: $*"; exit 1; }
+# The reason is said again after the containers' logs, last, where a CI log's
+# tail shows it.
+failure=""
+fail() { failure="$*"; say "FAIL: $*"; exit 1; }
 
 if [ -z "${COMPOSE:-}" ]; then
   if docker compose version >/dev/null 2>&1; then COMPOSE="docker compose"
@@ -53,6 +57,7 @@ cleanup() {
     say "logs of the failed run:"
     dc --profile loadtest logs --no-color --tail 20 >&2 2>/dev/null || true
   fi
+  [ -z "$failure" ] || say "FAIL (said above, before the logs): $failure"
   dc --profile loadtest down -v --remove-orphans >/dev/null 2>&1 || true
   rm -f reports/e2e-compose.html
   if [ -n "$(leftovers)" ]; then
@@ -106,10 +111,10 @@ expect() {
   say "  $2: sold $sold, oversold $over, two holders $two, lost updates $lost, failed $failed, unknown $unknown"
   case "$3" in
     zero) [ "$over" -eq 0 ] && [ "$two" -eq 0 ] && [ "$lost" -eq 0 ] && echo "$line" | grep -q '"linearizable":true' \
-      || fail "$2: oversold $over, two holders $two, lost updates $lost: want none, linearizable" ;;
-    positive) [ "$over" -gt 0 ] && [ $((two + lost)) -gt 0 ] || fail "$2 did not oversell with evidence" ;;
+      || fail "$2: oversold $over, two holders $two, lost updates $lost: want none, linearizable: $line" ;;
+    positive) [ "$over" -gt 0 ] && [ $((two + lost)) -gt 0 ] || fail "$2 did not oversell with evidence: $line" ;;
   esac
-  [ "$failed" -eq 0 ] && [ "$unknown" -eq 0 ] || fail "$2: $failed requests failed, $unknown unknown"
+  [ "$failed" -eq 0 ] && [ "$unknown" -eq 0 ] || fail "$2: $failed requests failed, $unknown unknown: $line"
 }
 
 # stopped SERVICE: its container exists and is not running (by label: `ps -q`
@@ -170,4 +175,7 @@ for _ in $(seq 10); do
 done
 rm -f /tmp/e2e-compose-reply
 say "v6: 10 of 10 requests answered 503 unavailable"
+
+say "the scenarios on Compose (the stopped nodes start again with the rest)"
+REUSE=1 PROJECT="$PROJECT" COMPOSE="$COMPOSE" bash deploy/compose-scenarios.sh || fail "the scenarios on Compose"
 say "PASS"

@@ -228,6 +228,36 @@ func TestScenarios(t *testing.T) {
 	}
 }
 
+// The nemesis through the load test's command, on a cluster like make
+// nemesis starts: with seed 1, redlock unfenced harms the stock within 20 s
+// (the schedule's slow holder at about 5 s outlives its lease, and nothing
+// tells it), and fenced it does not, over the same schedule.
+func TestNemesis(t *testing.T) {
+	bin := clusterBin(t)
+	lt := filepath.Join(t.TempDir(), "loadtest")
+	if out, err := exec.Command("go", "build", "-o", lt, "../loadtest").CombinedOutput(); err != nil {
+		t.Fatalf("go build ../loadtest: %v\n%s", err, out)
+	}
+	port := redistest.FreePort(t)
+	dir := t.TempDir()
+	c := up(t, bin, port, dir, "FAULTS=1", "WORK=20ms", "INVENTORY_CHAOS=true", "INVENTORY_ADMIN_TOKEN=e2e", "INVENTORY_TTL=1s", "INVENTORY_ACQUIRE_TIMEOUT=5s")
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"-expect-unsafe"}, `"violation":true`},
+		{[]string{"-fence", "-expect-safe"}, `"violation":false`},
+	} {
+		args := append([]string{"-url", c.State.URL, "-admin-token", "e2e", "-run-dir", dir, "-nemesis", "-duration", "20s",
+			"-seed", "1", "-lock", "redlock", "-json"}, tc.flags...)
+		out, err := exec.Command(lt, args...).CombinedOutput()
+		t.Logf("loadtest %s:\n%s", strings.Join(args, " "), out)
+		if err != nil || !strings.Contains(string(out), tc.want) {
+			t.Fatalf("loadtest %v: %v; want %s", tc.flags, err, tc.want)
+		}
+	}
+}
+
 // A replica stopped with SIGTERM in the middle of a load test on v3 (the
 // lock with no expiry, which a lost release would leave forever): its
 // waiters give up, its holders finish and release, nginx sends the rest to

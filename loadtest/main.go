@@ -27,18 +27,23 @@ import (
 func main() { cli.Main(run) }
 
 type options struct {
-	cfg        loadtest.Config
-	locks      []string
-	json       bool
-	out        string
-	expectSafe bool
-	notes      []string
-	scenario   string // a scenario name, or all; empty: the load test
-	lockList   string
-	waits      []string // "": the replicas' own
-	waitList   string
-	readme     string
-	runDir     string
+	cfg          loadtest.Config
+	locks        []string
+	json         bool
+	out          string
+	expectSafe   bool
+	notes        []string
+	scenario     string // a scenario name, or all; empty: the load test
+	lockList     string
+	waits        []string // "": the replicas' own
+	waitList     string
+	readme       string
+	runDir       string
+	compose      string // with -scenario: the Compose project to run against
+	redisPass    string
+	nemesis      bool
+	seed         uint64
+	expectUnsafe bool
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -58,6 +63,13 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.cfg.Plain, "plain", false, "just fire -n GET requests at -url (no stock, no ?lock=): to measure the load test itself")
 	fs.StringVar(&o.scenario, "scenario", "", "run a fault scenario instead of the load test: "+scenarioNames()+", or all (needs replicas started with -chaos and -admin-token)")
 	fs.StringVar(&o.runDir, "run-dir", ".run", "with -scenario: the local cluster's run directory (its state file: the Redis nodes to watch, the processes to freeze and kill)")
+	fs.StringVar(&o.compose, "compose", "", "with -scenario: run against this Compose project (started with deploy/docker-compose.scenarios.yml) instead of the local cluster; the scenarios that need the local cluster's fault proxies, clock shim or restart arguments are skipped, each with its reason")
+	fs.StringVar(&o.redisPass, "redis-password", "locklab", "with -compose: the Redis nodes' password (the Compose file's REDIS_PASSWORD, whose default this is)")
+	fs.BoolVar(&o.nemesis, "nemesis", false, "keep a steady load (-rate, default 30/s) on each version for -duration while a seeded schedule of faults (pause, kill, partition, delay, slow holder, clock jump) hits random targets of the local cluster (make scenarios' cluster: -chaos, -admin-token, FAULTS=1), and let the history checker decide")
+	fs.DurationVar(&o.cfg.Duration, "duration", 0, "with -nemesis: how long the load runs (required)")
+	fs.Uint64Var(&o.seed, "seed", 1, "with -nemesis: the schedule's seed (the same seed, lease and cluster: the same schedule)")
+	fs.BoolVar(&o.cfg.Fence, "fence", false, "fencing on for every sale (the fence=1 hook; needs -admin-token and replicas with -chaos)")
+	fs.BoolVar(&o.expectUnsafe, "expect-unsafe", false, "with -nemesis: exit 1 when it found no violation for a version")
 	fs.StringVar(&o.readme, "readme", "", "with -scenario: write the observed matrix into this Markdown file, between its scenarios markers")
 	fs.Func("note", "a line about the setup, shown in the report (repeatable)", func(s string) error {
 		o.notes = append(o.notes, s)
@@ -81,6 +93,17 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		if !slices.Contains(scenario.Names(), o.scenario) && o.scenario != "all" {
 			return o, cli.UsageError(stderr, "loadtest", "-scenario %q: want %s or all", o.scenario, scenarioNames())
 		}
+	} else if o.compose != "" && !o.nemesis {
+		return o, cli.UsageError(stderr, "loadtest", "-compose %q: only with -scenario or -nemesis", o.compose)
+	}
+	if o.nemesis && (o.cfg.Duration <= 0 || o.scenario != "") {
+		return o, cli.UsageError(stderr, "loadtest", "-nemesis needs -duration (and no -scenario)")
+	}
+	if !o.nemesis && (o.cfg.Duration != 0 || o.expectUnsafe) {
+		return o, cli.UsageError(stderr, "loadtest", "-duration and -expect-unsafe go with -nemesis")
+	}
+	if o.cfg.Fence && o.cfg.AdminToken == "" {
+		return o, cli.UsageError(stderr, "loadtest", "-fence needs -admin-token (it is a fault hook)")
 	}
 	locks, err := parseLocks(o.lockList)
 	if err != nil {
@@ -167,6 +190,9 @@ func run(ctx context.Context, args []string, _ func(string) string, stdout, stde
 	o.cfg.Client = loadtest.NewClient(o.cfg.Concurrency)
 	if o.scenario != "" {
 		return runScenarios(ctx, o, stdout, stderr)
+	}
+	if o.nemesis {
+		return runNemesis(ctx, o, stdout, stderr)
 	}
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar := progressbar.NewOptions(o.cfg.Requests*len(o.runs()), progressbar.OptionSetWriter(stderr),

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/loadtest"
 	"github.com/locklab/locklab/internal/scenario"
@@ -23,28 +24,21 @@ func scenarioNames() string { return strings.Join(scenario.Names(), ", ") }
 // runScenarios runs the chosen scenarios against every chosen version they
 // apply to, prints expected against observed, and exits 1 if any differ.
 func runScenarios(ctx context.Context, o options, stdout, stderr io.Writer) int {
-	h, err := loadtest.Health(o.cfg)
-	if err != nil {
-		fmt.Fprintln(stderr, "loadtest: -scenario: cannot read the replicas' settings:", err)
-		return 1
-	}
-	c, err := cluster.Load(o.runDir)
-	if err != nil {
-		fmt.Fprintln(stderr, "loadtest: -scenario needs the local cluster (make scenarios starts one):", err)
-		return 1
-	}
-	env, err := scenario.Local(c, h, o.cfg.AdminToken)
+	env, h, err := scenarioEnv(ctx, o)
 	if err != nil {
 		fmt.Fprintln(stderr, "loadtest:", err)
 		return 1
 	}
 	defer env.Close()
-	env.URL = o.cfg.URL
 	settings := h.Settings
 
 	var cells []scenario.Cell
 	for _, s := range scenario.All {
 		if o.scenario != "all" && o.scenario != s.Name {
+			continue
+		}
+		if ok, why := s.OnCompose(); o.compose != "" && !ok {
+			fmt.Fprintf(stderr, "loadtest: scenario %s skipped on Compose: it %s\n", s.Name, why)
 			continue
 		}
 		for _, lock := range o.locks {
@@ -95,6 +89,26 @@ func runScenarios(ctx context.Context, o options, stdout, stderr io.Writer) int 
 		return 1
 	}
 	return 0
+}
+
+// scenarioEnv is the cluster the scenarios and the nemesis run against:
+// the Compose project (-compose), or the local cluster of -run-dir; and what
+// its replicas report on /healthz.
+func scenarioEnv(ctx context.Context, o options) (env scenario.Env, h api.Health, err error) {
+	if h, err = loadtest.Health(o.cfg); err != nil {
+		return env, h, fmt.Errorf("cannot read the replicas' settings: %w", err)
+	}
+	if o.compose != "" {
+		env, err = scenario.Compose(ctx, o.compose, h, o.cfg.AdminToken, o.redisPass)
+	} else {
+		var c *cluster.Cluster
+		if c, err = cluster.Load(o.runDir); err != nil {
+			return env, h, fmt.Errorf("the scenarios and the nemesis need the local cluster (make scenarios starts one): %w", err)
+		}
+		env, err = scenario.Local(c, h, o.cfg.AdminToken)
+	}
+	env.URL = o.cfg.URL
+	return env, h, err
 }
 
 // evidence is what contradicts a cell's outcome in its history, if anything.

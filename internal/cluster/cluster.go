@@ -23,6 +23,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -133,6 +134,11 @@ func (s *State) procs() []*Proc {
 type Cluster struct {
 	dir   string
 	State State
+
+	// restarting serializes what restarts change in State (a process's pid
+	// and start time) and the state file's writes: restarts may run at once
+	// (a scenario brings two nodes back inside one lease).
+	restarting sync.Mutex
 }
 
 // stateFile is the state file in dir.
@@ -260,8 +266,8 @@ func (c *Cluster) Terminate(name string) (restart func(context.Context) error, e
 
 // KillWith is Kill, and restart starts the process with extra arguments
 // after its own (a Redis node that comes back with persistence on, say);
-// the state keeps only its own, so a later restart drops them. A Cluster is
-// not safe for concurrent use: restart processes one after the other.
+// the state keeps only its own, so a later restart drops them. Restarts may
+// run at once; nothing else of a Cluster may run beside them.
 func (c *Cluster) KillWith(name string, extra ...string) (restart func(context.Context) error, err error) {
 	return c.stop(name, syscall.SIGKILL, 10*time.Second, extra...)
 }
@@ -298,11 +304,15 @@ func (c *Cluster) proc(name string) (*Proc, error) {
 func (c *Cluster) restart(ctx context.Context, p *Proc, extra ...string) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if err := p.start(extra...); err != nil {
+		c.restarting.Lock()
+		err := p.start(extra...)
+		c.restarting.Unlock()
+		if err != nil {
 			return err
 		}
-		err := c.ready(ctx, p, 2*time.Second)
-		if err == nil {
+		if err = c.ready(ctx, p, 2*time.Second); err == nil {
+			c.restarting.Lock()
+			defer c.restarting.Unlock()
 			return c.save()
 		}
 		if p.alive() || time.Now().After(deadline) {

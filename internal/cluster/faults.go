@@ -64,6 +64,7 @@ func planFaults(dir string, s *State, replicas []string, password string) {
 	for _, p := range s.FaultProxies {
 		s.Toxiproxy.Extra = append(s.Toxiproxy.Extra, p.Listen)
 	}
+	planClock(dir, s)
 }
 
 // nodeAddrs is where replica reaches each Redis node: through its own

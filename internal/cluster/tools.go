@@ -10,11 +10,16 @@ import (
 	"strings"
 )
 
-// ensureTools installs redis-server, etcd, nginx and curl with apt-get on
-// Debian/Ubuntu when they are missing; elsewhere it says how to.
-func ensureTools(log io.Writer) error {
+// ensureTools installs redis-server, etcd, nginx and curl (and with the fault
+// proxies, a C compiler for the clock shim) with apt-get on Debian/Ubuntu
+// when they are missing; elsewhere it says how to.
+func ensureTools(log io.Writer, faults bool) error {
 	var missing, pkgs []string
-	for _, t := range []struct{ bin, pkg string }{{"redis-server", "redis-server"}, {"etcd", "etcd-server"}, {"nginx", "nginx-light"}, {"curl", "curl"}} {
+	tools := []struct{ bin, pkg string }{{"redis-server", "redis-server"}, {"etcd", "etcd-server"}, {"nginx", "nginx-light"}, {"curl", "curl"}}
+	if faults {
+		tools = append(tools, struct{ bin, pkg string }{"cc", "gcc"})
+	}
+	for _, t := range tools {
 		if !executable(lookPath(t.bin)) {
 			missing, pkgs = append(missing, t.bin), append(pkgs, t.pkg)
 		}

@@ -36,7 +36,7 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.Replicas < 1 || cfg.Port < 1 || cfg.Port > 65535 {
 		return nil, fmt.Errorf("cluster: want REPLICAS >= 1 and PORT 1-65535, got %d and %d", cfg.Replicas, cfg.Port)
 	}
-	if err := ensureTools(cfg.Log); err != nil {
+	if err := ensureTools(cfg.Log, cfg.Faults); err != nil {
 		return nil, err
 	}
 	c := &Cluster{dir: cfg.Dir, State: Plan(cfg)}
@@ -139,6 +139,12 @@ func (c *Cluster) start(ctx context.Context, cfg Config) error {
 	build.Dir, build.Stdout, build.Stderr = cfg.Root, cfg.Log, cfg.Log
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("cluster: go build ./cmd/inventory: %w", err)
+	}
+	if c.State.Toxiproxy != nil {
+		say("building the clock shim (the clock-jump scenario's)")
+		if err := buildClockShim(ctx, c.dir, c.State.Redis); err != nil {
+			return err
+		}
 	}
 	if err := c.startAll(ctx, ptrs(c.State.Redis), 10*time.Second); err != nil {
 		return err

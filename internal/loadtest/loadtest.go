@@ -48,6 +48,14 @@ type Config struct {
 	// omission). 0: a closed loop, each worker sending as soon as its last
 	// reply came.
 	Rate float64
+	// Fence turns fencing on for every sale (the fence=1 hook: the replicas
+	// need -chaos, and AdminToken goes with each sale).
+	Fence bool
+	// Hooks, when set, gives request n (numbered from the start, as Rate
+	// schedules them) extra fault hooks ("hold=1.5s"; "": none), with
+	// AdminToken: how -nemesis makes a slow holder part of the load, so its
+	// sale is in the evidence like any other.
+	Hooks func(n int64) string
 	// Plain fires the requests at URL as it is, with no stock handling and no
 	// ?lock=: for measuring the load test itself against wrk.
 	Plain bool
@@ -100,6 +108,9 @@ type Result struct {
 	// every sale as its replica recorded it (for the report's timeline).
 	Ops   []checker.Op   `json:"-"`
 	Sales []history.Sale `json:"-"`
+	// Marks are the faults injected during the run (-nemesis), drawn on the
+	// timeline.
+	Marks []history.Mark `json:"-"`
 
 	unknown int // requests with an unknown outcome, as tallied (plain runs too)
 }
@@ -181,7 +192,7 @@ func (cfg Config) prepare(lock string) (target, stockURL string, before int64, e
 	if before, err = cfg.stock(stockURL); err != nil {
 		return "", "", 0, err
 	}
-	target, err = withLock(saleURL, lock, cfg.Wait)
+	target, err = withLock(saleURL, lock, cfg.Wait, cfg.Fence)
 	return target, stockURL, before, err
 }
 
@@ -232,7 +243,13 @@ func (cfg Config) fireAll(ctx context.Context, target, run string, res *Result) 
 			local := newHistogram()
 			tally := Result{FailedBy: map[string]int{}, Replicas: map[string]int{}}
 			for n, due, ok := next(); ok; n, due, ok = next() {
-				op := cfg.fire(target, run+"-"+strconv.FormatInt(n, 10), &tally)
+				t := target
+				if cfg.Hooks != nil {
+					if h := cfg.Hooks(n); h != "" {
+						t += "&" + h
+					}
+				}
+				op := cfg.fire(t, run+"-"+strconv.FormatInt(n, 10), &tally)
 				_ = local.RecordValue(max(1, op.Return.Sub(due).Microseconds()))
 				if !cfg.Plain && !cfg.NoCheck {
 					tally.Ops = append(tally.Ops, op)
@@ -340,6 +357,9 @@ func (cfg Config) fire(target, id string, tally *Result) checker.Op {
 		req.Header.SetMethod(http.MethodGet)
 	}
 	req.Header.Set("X-Request-Id", id)
+	if cfg.Fence || cfg.Hooks != nil { // fault hooks: the admin token's
+		req.Header.Set("Authorization", "Bearer "+cfg.AdminToken)
+	}
 	op := checker.Op{ID: id, Invoke: time.Now()}
 	err := cfg.Client.DoTimeout(req, resp, requestTimeout)
 	op.Return = time.Now()
@@ -423,7 +443,7 @@ func Sibling(saleURL, name string) (string, error) {
 	return u.String(), nil
 }
 
-func withLock(saleURL, lock, wait string) (string, error) {
+func withLock(saleURL, lock, wait string, fence bool) (string, error) {
 	u, err := url.Parse(saleURL)
 	if err != nil {
 		return "", err
@@ -432,6 +452,9 @@ func withLock(saleURL, lock, wait string) (string, error) {
 	q.Set("lock", lock)
 	if wait != "" {
 		q.Set("wait", wait)
+	}
+	if fence {
+		q.Set("fence", "1")
 	}
 	u.RawQuery = q.Encode()
 	return u.String(), nil

@@ -137,7 +137,7 @@ type ReportRow struct {
 }
 
 // Timeline draws the row's sales (see Timeline).
-func (r ReportRow) Timeline() template.HTML { return Timeline(r.Sales, r.Ops, nil) }
+func (r ReportRow) Timeline() template.HTML { return Timeline(r.Sales, r.Ops, r.Marks) }
 
 // Verdict says in one line what the checker found.
 func (r ReportRow) Verdict() string { return Verdict(r.Result.Verdict, r.HistoryNote) }

@@ -9,6 +9,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"time"
 
@@ -236,10 +237,21 @@ func (s *Service) acquire(ctx context.Context, m Method, owner string) (lease.Le
 	if s.observer != nil {
 		s.observer.Acquired(m, time.Since(start), err)
 	}
-	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+	if err != nil && ctx.Err() == nil && actx.Err() != nil && errors.Is(err, context.DeadlineExceeded) && !netFailure(err) {
 		return nil, fmt.Errorf("%w (%s): %w", ErrLockTimeout, s.acquireTimeout, err)
 	}
 	return l, err
+}
+
+// netFailure reports whether err is the network failing (a dial, a lookup, a
+// read). A dial's or a lookup's timeout matches context.DeadlineExceeded, but
+// it is Redis not reached, not a lock held by others until the deadline
+// (seen on Compose: looking up the name of a stopped node took longer than
+// the dial timeout, and the sale answered lock_timeout).
+func netFailure(err error) bool {
+	var op *net.OpError
+	var dns *net.DNSError
+	return errors.As(err, &op) || errors.As(err, &dns)
 }
 
 // release runs even when the request is gone: a lock left behind blocks every

@@ -3,6 +3,7 @@ package sale_test
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -184,6 +185,39 @@ func TestLockTimeoutSellsNothing(t *testing.T) {
 	if stock(t, rdb) != 5 {
 		t.Fatal("stock changed without the lock")
 	}
+}
+
+// Redis not reached in time (on Compose: looking up the name of a stopped
+// node took longer than the dial timeout) is Redis failing, not a lock
+// timeout, though a dial's timeout matches context.DeadlineExceeded: the
+// acquire deadline is far off. Nothing is sold.
+func TestDialTimeoutIsNotALockTimeout(t *testing.T) {
+	srv := redistest.Start(t)
+	setStock(t, srv.Client(), 5)
+	rdb := srv.Client()
+	rdb.AddHook(dialTimedOut{})
+	_, err := newService(rdb, time.Minute).Sell(context.Background(), sale.Method{Lock: v6(rdb, "lock", 20*time.Second)})
+	var netErr net.Error
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &netErr) || !netErr.Timeout() || errors.Is(err, sale.ErrLockTimeout) {
+		t.Fatalf("err = %v, want the dial's timeout, not ErrLockTimeout", err)
+	}
+	if stock(t, srv.Client()) != 5 {
+		t.Fatal("stock changed without the lock")
+	}
+}
+
+// dialTimedOut makes every dial of the client it hooks time out: a real
+// dial, with its deadline already passed.
+type dialTimedOut struct{}
+
+func (dialTimedOut) DialHook(redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return (&net.Dialer{Deadline: time.Now()}).DialContext(ctx, network, addr)
+	}
+}
+func (dialTimedOut) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (dialTimedOut) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 // A client that goes away while waiting is not a lock timeout, and leaves no lock.

@@ -100,6 +100,9 @@ type Processes interface {
 	KillWith(name string, extra ...string) (restart func(context.Context) error, err error)
 	// Stopped reports whether the process is stopped (SIGSTOP).
 	Stopped(name string) (bool, error)
+	// JumpClock sets the Redis node's wall clock to the real time plus d,
+	// at once (0: the real time again).
+	JumpClock(name string, d time.Duration) error
 }
 
 // Close closes the Env's clients.

@@ -48,18 +48,24 @@ func partitionHolder(fenced bool) runFunc {
 			<-s
 			return "", "", err
 		}
-		rs := <-s
-		if observed, detail, err = e.verdict(ctx, before, rs, rb); err != nil || observed != NoOversell {
-			return observed, detail, err
-		}
-		switch {
-		case rs.code == api.CodeFenced:
-			return StaleRefused, detail, nil
-		case rs.code == api.CodeLeaseLost && rb.outcome == api.Sold:
-			return StopsBeforeWrite, detail + ", the cut-off sale answered " + rs.code, nil
-		}
-		return observed, detail, nil
+		return e.staleHolder(ctx, before, <-s, rb)
 	}
+}
+
+// staleHolder is the outcome of a holder S whose lock B took while S still
+// believed it held it, once both have answered: oversell, S's write refused
+// by fencing, or S stopping before its write (its lease's lost signal).
+func (e Env) staleHolder(ctx context.Context, before int64, rs, rb reply) (observed, detail string, err error) {
+	if observed, detail, err = e.verdict(ctx, before, rs, rb); err != nil || observed != NoOversell {
+		return observed, detail, err
+	}
+	switch {
+	case rs.code == api.CodeFenced:
+		return StaleRefused, detail, nil
+	case rs.code == api.CodeLeaseLost && rb.outcome == api.Sold:
+		return StopsBeforeWrite, detail + ", the first sale answered " + rs.code, nil
+	}
+	return observed, detail, nil
 }
 
 // delayedWrite: S, on replica 1, takes the lock, reads the stock and works

@@ -52,7 +52,22 @@ type Scenario struct {
 	// NeedsFaults says that it cuts or delays the network: it needs
 	// Env.Faults.
 	NeedsFaults bool `json:"needs_faults,omitempty"`
-	run         runFunc
+	// LocalOnly says why it runs on the local cluster only ("": it runs
+	// on Compose too, unless it needs the fault proxies).
+	LocalOnly string `json:"local_only,omitempty"`
+	run       runFunc
+}
+
+// OnCompose reports whether s runs against the Compose stack, and if not,
+// why.
+func (s Scenario) OnCompose() (bool, string) {
+	switch {
+	case s.NeedsFaults:
+		return false, "needs the fault proxies and the clock shim (FAULTS=1), which only the local cluster has"
+	case s.LocalOnly != "":
+		return false, s.LocalOnly
+	}
+	return true, ""
 }
 
 // runFunc makes a scenario happen to lock, with the lock key gone and the
@@ -98,6 +113,8 @@ var All = bind(catalogue, map[string]runFunc{
 	"partition-holder+fence": partitionHolder(true),
 	"delayed-write":          delayedWrite(false),
 	"delayed-write+fence":    delayedWrite(true),
+	"clock-jump":             clockJump(false),
+	"clock-jump+fence":       clockJump(true),
 	"failover":               failover(false),
 	"failover+ack":           failover(true),
 	"redlock-restart":        redlockRestart(noFix),
@@ -271,12 +288,13 @@ func releaseRace(ctx context.Context, e Env, lock string, _ int64) (string, stri
 	return KeepsSuccessor, detail, nil
 }
 
-// crashHolder: S, on replica 1, takes the lock and works for 4 x TTL; the
-// replica is killed. B, on replica 2, then wants the lock: with no expiry
+// crashHolder: S, on replica 1, takes the lock and works for 2 x TTL; once
+// it holds the lock the replica is killed (a longer hold would change
+// nothing, and on Compose's 2 s lease it would pass the hooks' 5 s cap). B, on replica 2, then wants the lock: with no expiry
 // (v3) nobody will ever release it and B waits until its deadline; with one,
 // B gets it once the lease runs out and sells. Replica 1 is started again.
 func crashHolder(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error) {
-	s := e.sellAt(ctx, e.Replicas[0].URL, lock, "hold="+(4*e.TTL).String())
+	s := e.sellAt(ctx, e.Replicas[0].URL, lock, "hold="+(2*e.TTL).String())
 	if err := e.waitLock(ctx, true, 5*time.Second); err != nil {
 		return "", "", fmt.Errorf("the first sale never took the lock: %w", err)
 	}
@@ -493,13 +511,13 @@ func pausedHolder(ctx context.Context, e Env, lock string, before int64, fenced 
 		fence = "1"
 	}
 	s := e.sellAt(ctx, e.Replicas[0].URL, lock, "stop_before_write=1&fence="+fence)
+	thaw := e.thaw(e.Replicas[0].Name) // it stops itself
+	defer thaw()                       // whatever happens, the replica runs again (also if it stopped late)
 	stopped := func() (bool, error) { return e.Procs.Stopped(e.Replicas[0].Name) }
 	if err := e.waitUntil(ctx, 5*time.Second, stopped); err != nil {
 		return "", "", fmt.Errorf("the first sale's replica never stopped before its write: %w", err)
 	}
 	e.mark(e.Replicas[0].Name + " stopped before its write")
-	thaw := e.thaw(e.Replicas[0].Name) // it stopped itself
-	defer thaw()                       // whatever happens, the replica runs again
 	if err := e.waitLock(ctx, false, 3*e.TTL); err != nil {
 		return "", "", fmt.Errorf("the frozen holder's lease never expired: %w", err)
 	}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# make scenarios-compose: the fault scenarios against the Docker Compose
+# stack, with no registry. Builds the offline images (OFFLINE=0: the
+# registry's), brings the stack up with deploy/docker-compose.scenarios.yml
+# (the fault hooks, a 2 s lease, each replica, Redis node and etcd member on a
+# fixed loopback port), runs `go run ./loadtest -compose PROJECT -scenario
+# SCENARIO` from this machine, and tears everything down, whatever happens.
+# The scenarios that need the local cluster's fault proxies, clock shim or
+# restart arguments are skipped, each with its reason.
+#
+# REUSE=1: the project is up already (make e2e-compose runs this at its end):
+# no image build, no teardown (the caller's). COMPOSE, PORT, ADMIN_TOKEN,
+# REDIS_PASSWORD as in the Compose file; SCENARIO_PORT_* move the fixed ports.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+PROJECT=${PROJECT:-locklab-scenarios}
+SCENARIO=${SCENARIO:-all}
+say() { printf 'scenarios-compose: %s\n' "$*" >&2; }
+fail() { say "FAIL: $*"; exit 1; }
+
+if [ -z "${COMPOSE:-}" ]; then
+  if docker compose version >/dev/null 2>&1; then COMPOSE="docker compose"
+  elif command -v docker-compose >/dev/null; then COMPOSE=docker-compose
+  else fail "no Compose tool: install the docker compose plugin (or Debian's docker-compose)"; fi
+fi
+port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+export ADMIN_TOKEN=${ADMIN_TOKEN:-scenarios} REDIS_PASSWORD=${REDIS_PASSWORD:-locklab}
+files=(-f docker-compose.yml)
+[ "${OFFLINE:-1}" = 0 ] || files+=(-f deploy/offline/docker-compose.offline.yml)
+files+=(-f deploy/docker-compose.scenarios.yml)
+dc() { $COMPOSE -p "$PROJECT" "${files[@]}" "$@"; }
+
+if [ "${REUSE:-0}" != 1 ]; then
+  PORT=${PORT:-18080}
+  while port_taken "$PORT"; do PORT=$((PORT + 1)); done
+  export PORT
+  # The fixed ports (see deploy/docker-compose.scenarios.yml) must be free.
+  for v in INVENTORY1:27081 INVENTORY2:27082 REDIS1:27381 REDIS2:27382 REDIS3:27383 ETCD1:27391 ETCD2:27392 ETCD3:27393; do
+    name=SCENARIO_PORT_${v%%:*}
+    port=${!name:-${v#*:}}
+    if port_taken "$port"; then fail "port $port ($name) is taken: free it or set $name"; fi
+  done
+  cleanup() {
+    local status=$?
+    dc --profile loadtest down -v --remove-orphans >/dev/null 2>&1 || true
+    say "torn down (project $PROJECT)"
+    exit $status
+  }
+  trap cleanup EXIT
+  [ "${OFFLINE:-1}" = 0 ] || bash deploy/offline/build-images.sh
+fi
+base="http://127.0.0.1:${PORT:?PORT: the port nginx is published on}"
+
+say "$COMPOSE up -d with deploy/docker-compose.scenarios.yml (the fault hooks on, ports on loopback)"
+dc up -d --build 2>&1 | sed 's/^/  /' >&2 || fail "up -d returned $?"
+# The replicas were (re)created: wait until a sale can go through nginx (it
+# leaves out, for a few seconds, a replica it could not reach meanwhile).
+for _ in $(seq 60); do curl -fsS -o /dev/null "$base/readyz" 2>/dev/null && break; sleep 1; done
+curl -fsS -o /dev/null "$base/readyz" || fail "no replica ready through nginx 60 s after up"
+
+say "go run ./loadtest -compose $PROJECT -scenario $SCENARIO"
+go run ./loadtest -url "$base/sale" -compose "$PROJECT" -admin-token "$ADMIN_TOKEN" -redis-password "$REDIS_PASSWORD" \
+  -scenario "$SCENARIO" ${SCENARIO_FLAGS:-} || fail "the scenarios on Compose differ from what is expected (above)"
+say "PASS"

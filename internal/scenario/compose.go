@@ -1,0 +1,254 @@
+package scenario
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/locks/etcd"
+	"github.com/locklab/locklab/internal/redisconn"
+	"github.com/redis/go-redis/v9"
+)
+
+// The Compose stack's services, as docker-compose.yml names them: the
+// processes the scenarios act on are containers, found by Compose's labels.
+var (
+	composeReplicas = [2]string{"inventory1", "inventory2"}
+	composeRedis    = []string{"redis1", "redis2", "redis3"} // the stock's node first
+	composeEtcd     = []string{"etcd1", "etcd2", "etcd3"}
+)
+
+// Compose is the Env of the Compose project whose replicas reported h on
+// /healthz, started with deploy/docker-compose.scenarios.yml: that file
+// turns the fault hooks on and publishes each replica, Redis node and etcd
+// member on a fixed loopback port, which the scenarios reach them by (a
+// container that restarts keeps its port). The processes are its containers:
+// frozen with `docker pause`, killed with `docker kill`, started again with
+// `docker start`. It has no fault proxies, no standby and no clock to move:
+// the scenarios that need them are the local cluster's.
+func Compose(ctx context.Context, project string, h api.Health, adminToken, redisPassword string) (Env, error) {
+	if h.Settings["chaos"] != "true" {
+		return Env{}, errors.New("scenario: the replicas run without -chaos: start the stack with deploy/docker-compose.scenarios.yml (make scenarios-compose does)")
+	}
+	ttl, err := time.ParseDuration(h.Settings["ttl"])
+	if err != nil {
+		return Env{}, fmt.Errorf("scenario: the replicas report no -ttl: %w", err)
+	}
+	p := composeProcs{project: project, ready: map[string]func(context.Context) error{}}
+	published := func(service, port string) (string, error) {
+		id, err := p.container(ctx, service)
+		if err != nil {
+			return "", err
+		}
+		out, err := docker(ctx, "port", id, port+"/tcp")
+		addr, _, _ := strings.Cut(out, "\n")
+		if err != nil || addr == "" {
+			return "", fmt.Errorf("scenario: %s publishes no port for %s (start it with deploy/docker-compose.scenarios.yml): %w", service, port, err)
+		}
+		return addr, nil
+	}
+	e := Env{AdminToken: adminToken, LockKey: h.LockKey, StockKey: h.StockKey, TTL: ttl,
+		Client: &http.Client{Timeout: 2 * time.Minute}, StockNode: composeRedis[0], SpareNodes: composeRedis[1:], Procs: p}
+	for i, s := range composeReplicas {
+		addr, err := published(s, "8080")
+		if err != nil {
+			return Env{}, err
+		}
+		e.Replicas[i] = Replica{Name: s, URL: "http://" + addr + "/sale"}
+		p.ready[s] = func(ctx context.Context) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
+			if err != nil {
+				return err
+			}
+			resp, err := e.Client.Do(req)
+			if err != nil {
+				return err
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return errors.New(resp.Status)
+			}
+			return nil
+		}
+	}
+	var clients []*redis.Client
+	for i, s := range composeRedis {
+		addr, err := published(s, "6379")
+		if err != nil {
+			return Env{}, errors.Join(err, closeAll(clients))
+		}
+		c := redisconn.New(addr, redisPassword)
+		clients, p.ready[s] = append(clients, c), func(ctx context.Context) error { return c.Ping(ctx).Err() }
+		if i == 0 {
+			e.StockAddr = addr
+		}
+	}
+	e.Redis, e.SpareRedis = clients[0], clients[1:]
+	var addrs []string
+	for _, s := range composeEtcd {
+		addr, err := published(s, "2379")
+		if err != nil {
+			return Env{}, errors.Join(err, closeAll(clients))
+		}
+		e.EtcdMembers, addrs = append(e.EtcdMembers, Member{Name: s, Addr: addr}), append(addrs, addr)
+	}
+	if e.Etcd, err = etcd.Dial(addrs); err != nil {
+		return Env{}, errors.Join(err, closeAll(clients))
+	}
+	for _, m := range e.EtcdMembers {
+		p.ready[m.Name] = func(ctx context.Context) error {
+			_, err := e.Etcd.Status(ctx, m.Addr)
+			return err
+		}
+	}
+	return e, nil
+}
+
+func closeAll(clients []*redis.Client) error {
+	var errs []error
+	for _, c := range clients {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// composeProcs controls the project's containers with the docker CLI.
+type composeProcs struct {
+	project string
+	// ready says whether a service answers, through its published port:
+	// what a restart waits for (Compose's health checks run once a second,
+	// too slow for a scenario that restarts a node inside one lease).
+	ready map[string]func(context.Context) error
+}
+
+// container is the id of service's container in the project.
+func (p composeProcs) container(ctx context.Context, service string) (string, error) {
+	out, err := docker(ctx, "ps", "-aq", "--filter", "label=com.docker.compose.project="+p.project,
+		"--filter", "label=com.docker.compose.service="+service)
+	if err != nil {
+		return "", err
+	}
+	ids := strings.Fields(out)
+	if len(ids) != 1 {
+		return "", fmt.Errorf("scenario: Compose project %s has %d containers of service %s, want 1", p.project, len(ids), service)
+	}
+	return ids[0], nil
+}
+
+// Freeze pauses the container (docker pause: every process in it frozen)
+// or, with frozen false, resumes it: unpauses a paused container, or sends
+// SIGCONT to one whose service stopped itself (the stop_before_write hook;
+// the replicas run under Compose's init, which passes the signal on).
+func (p composeProcs) Freeze(name string, frozen bool) error {
+	ctx := context.Background()
+	id, err := p.container(ctx, name)
+	if err != nil {
+		return err
+	}
+	if frozen {
+		_, err = docker(ctx, "pause", id)
+		return err
+	}
+	paused, err := docker(ctx, "inspect", "-f", "{{.State.Paused}}", id)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(paused) == "true" {
+		_, err = docker(ctx, "unpause", id)
+		return err
+	}
+	_, err = docker(ctx, "kill", "--signal", "CONT", id)
+	return err
+}
+
+// Stopped reports whether the container is paused, or its service's process
+// stopped itself (state T in `docker top`).
+func (p composeProcs) Stopped(name string) (bool, error) {
+	ctx := context.Background()
+	id, err := p.container(ctx, name)
+	if err != nil {
+		return false, err
+	}
+	paused, err := docker(ctx, "inspect", "-f", "{{.State.Paused}}", id)
+	if err != nil || strings.TrimSpace(paused) == "true" {
+		return err == nil, err
+	}
+	top, err := docker(ctx, "top", id, "-o", "pid,stat,comm") // docker top wants the pid
+	if err != nil {
+		return false, err
+	}
+	for _, line := range strings.Split(top, "\n")[1:] {
+		if f := strings.Fields(line); len(f) == 3 && f[2] != "docker-init" && strings.HasPrefix(f[1], "T") {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Kill kills the container (docker kill: SIGKILL, as a crash would) and
+// returns what starts it again (docker start: a Redis node comes back empty,
+// an etcd member with its data) and waits until it answers.
+func (p composeProcs) Kill(name string) (restart func(context.Context) error, err error) {
+	id, err := p.container(context.Background(), name)
+	if err != nil {
+		return nil, err
+	}
+	if p.ready[name] == nil {
+		return nil, fmt.Errorf("scenario: no way to tell when %s answers again", name)
+	}
+	if _, err := docker(context.Background(), "kill", id); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		if _, err := docker(ctx, "start", id); err != nil {
+			return err
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			rctx, cancel := context.WithTimeout(ctx, time.Second)
+			err := p.ready[name](rctx)
+			cancel()
+			if err == nil { // observable state: it answers
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("scenario: %s not answering 30 s after docker start: %w", name, err)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}, nil
+}
+
+// KillWith needs the restart's arguments, which a container's command fixes.
+func (p composeProcs) KillWith(name string, extra ...string) (func(context.Context) error, error) {
+	if len(extra) > 0 {
+		return nil, fmt.Errorf("scenario: on Compose a container restarts with its own command, not with %v", extra)
+	}
+	return p.Kill(name)
+}
+
+// JumpClock needs the local cluster's clock shim.
+func (composeProcs) JumpClock(name string, _ time.Duration) error {
+	return fmt.Errorf("scenario: %s's clock cannot move on Compose (the clock shim is the local cluster's)", name)
+}
+
+// docker runs the docker CLI and returns its output.
+func docker(ctx context.Context, args ...string) (string, error) {
+	var out, errb bytes.Buffer
+	cmd := exec.CommandContext(ctx, "docker", args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("scenario: docker %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	}
+	return out.String(), nil
+}

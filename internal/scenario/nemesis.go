@@ -1,0 +1,179 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/internal/history"
+)
+
+// The nemesis (-nemesis): a seeded schedule of faults that hits random
+// targets while a steady load runs, one fault at a time, each healed before
+// the next; the history checker then decides whether anything went wrong.
+// Unlike a scenario, it does not arrange an order of events: it finds the
+// ones the faults happen to produce.
+
+// Fault kinds.
+const (
+	FaultPause      = "pause"       // SIGSTOP a replica or a Redis node for For
+	FaultKill       = "kill"        // SIGKILL a replica or a redlock-only node, start it again
+	FaultPartition  = "partition"   // cut a replica off from a Redis node for For
+	FaultDelay      = "delay"       // delay what a replica sends to a node by Latency, for For
+	FaultSlowHolder = "slow-holder" // one sale of the load holds the lock for For
+	FaultClockJump  = "clock-jump"  // a Redis node's wall clock runs Latency ahead for For
+)
+
+// Fault is one entry of a schedule.
+type Fault struct {
+	At      time.Duration `json:"at"` // after the load started
+	Kind    string        `json:"kind"`
+	Target  string        `json:"target"` // a process, or replica>node
+	For     time.Duration `json:"for"`
+	Latency time.Duration `json:"latency,omitempty"` // delay: the latency; clock-jump: the jump
+}
+
+func (f Fault) String() string {
+	s := fmt.Sprintf("%7.2fs %-11s %-22s for %s", f.At.Seconds(), f.Kind, f.Target, f.For.Round(time.Millisecond))
+	switch f.Kind {
+	case FaultDelay:
+		s += ", latency " + f.Latency.Round(time.Millisecond).String()
+	case FaultClockJump:
+		s += ", jump " + f.Latency.Round(time.Millisecond).String()
+	}
+	return s
+}
+
+// Schedule draws the faults of a run of length d from seed: the same seed,
+// lease and cluster give the same schedule. Faults start after one lease of
+// load and are spaced 0.5-2 leases apart; each kind is equally likely, and
+// its target is drawn from those it can hit (the network and clock faults
+// need the local cluster's fault proxies and clock shim: FAULTS=1).
+func (e Env) Schedule(seed uint64, d time.Duration) []Fault {
+	r := rand.New(rand.NewPCG(seed, 0x6c6f636b6c6162)) // "locklab"
+	replicas := []string{e.Replicas[0].Name, e.Replicas[1].Name}
+	nodes := append([]string{e.StockNode}, e.SpareNodes...)
+	kinds := []string{FaultPause, FaultKill, FaultSlowHolder}
+	if e.Faults != nil {
+		kinds = append(kinds, FaultPartition, FaultDelay, FaultClockJump)
+	}
+	leases := func(lo, hi float64) time.Duration { // lo to hi leases
+		return time.Duration((lo + r.Float64()*(hi-lo)) * float64(e.TTL)).Round(time.Millisecond)
+	}
+	pick := func(from []string) string { return from[r.IntN(len(from))] }
+	var faults []Fault
+	for at := e.TTL; ; {
+		f := Fault{At: at, Kind: pick(kinds)}
+		switch f.Kind {
+		case FaultPause: // a process pause (seed 003's P) hits a replica two times in three
+			f.Target, f.For = pick(append(append(replicas, replicas...), nodes...)), leases(1.5, 3)
+		case FaultKill: // never the stock's node: it would come back without the stock
+			f.Target = pick(append(replicas, e.SpareNodes...))
+		case FaultPartition:
+			f.Target, f.For = pick(replicas)+">"+pick(nodes), leases(1.5, 3)
+		case FaultDelay:
+			f.Target, f.For, f.Latency = pick(replicas)+">"+pick(nodes), leases(2, 4), leases(0.5, 1)
+		case FaultSlowHolder:
+			f.Target, f.For = "the load's next sale", leases(1.5, 2)
+		case FaultClockJump:
+			f.Target, f.For, f.Latency = pick(nodes), leases(2, 3), 2*e.TTL
+		}
+		if f.At+f.For+e.TTL > d {
+			return faults
+		}
+		faults = append(faults, f)
+		at += f.For + leases(0.5, 2)
+	}
+}
+
+// Nemesis runs faults against e, each at start + its At, until they are all
+// done or ctx ends, healing each before the next, and returns what it did
+// as marks for the timeline. A slow holder is only marked: the load sends it
+// (SlowSales), so that its sale is in the evidence like any other. Every
+// fault is healed whatever happens.
+func (e Env) Nemesis(ctx context.Context, start time.Time, faults []Fault, log func(string)) ([]history.Mark, error) {
+	e.marks = &marks{}
+	var errs []error
+	for _, f := range faults {
+		select {
+		case <-ctx.Done():
+			return e.marks.list, errors.Join(append(errs, ctx.Err())...)
+		case <-time.After(time.Until(start.Add(f.At))): // the schedule's own time
+		}
+		if f.Kind == FaultSlowHolder { // the load sends it: see SlowSales
+			e.mark(fmt.Sprintf("a sale holds the lock %s", f.For.Round(time.Millisecond)))
+			continue
+		}
+		if err := e.inject(ctx, f); err != nil { // a fault not made is said, and fails the run
+			errs = append(errs, fmt.Errorf("nemesis: %s: %w", strings.TrimSpace(f.String()), err))
+			log("nemesis: " + errs[len(errs)-1].Error())
+		}
+	}
+	return e.marks.list, errors.Join(errs...)
+}
+
+// inject makes one fault happen and heals it.
+func (e Env) inject(ctx context.Context, f Fault) error {
+	hold := func() {
+		select {
+		case <-ctx.Done():
+		case <-time.After(f.For):
+		}
+	}
+	switch f.Kind {
+	case FaultPause:
+		thaw, err := e.freeze(f.Target)
+		if err != nil {
+			return err
+		}
+		e.mark(f.Target + " paused")
+		hold()
+		e.mark(f.Target + " resumed")
+		return thaw()
+	case FaultKill:
+		restart, err := e.kill(f.Target)
+		if err != nil {
+			return err
+		}
+		return restart(context.WithoutCancel(ctx))
+	case FaultPartition, FaultDelay:
+		replica, node, _ := strings.Cut(f.Target, ">")
+		var heal func() error
+		var err error
+		if f.Kind == FaultPartition {
+			heal, err = e.cut(replica, node)
+		} else {
+			heal, err = e.delay(replica, node, f.Latency)
+		}
+		if err != nil {
+			return err
+		}
+		hold()
+		return heal()
+	case FaultClockJump:
+		if err := e.Procs.JumpClock(f.Target, f.Latency); err != nil {
+			return err
+		}
+		e.mark(fmt.Sprintf("%s's clock %s ahead", f.Target, f.Latency))
+		hold()
+		e.mark(f.Target + "'s clock back")
+		return e.Procs.JumpClock(f.Target, 0)
+	}
+	return fmt.Errorf("no such fault %q", f.Kind)
+}
+
+// SlowSales maps the load's request numbers to a hold, for a load at rate
+// requests per second: the request due at each slow-holder fault's time
+// (rounded down to the schedule's) holds the lock for its For.
+func SlowSales(faults []Fault, rate float64) map[int64]time.Duration {
+	slow := map[int64]time.Duration{}
+	for _, f := range faults {
+		if f.Kind == FaultSlowHolder {
+			slow[int64(f.At.Seconds()*rate)+1] = f.For
+		}
+	}
+	return slow
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/locklab/locklab/internal/checker"
+	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/loadtest"
+	"github.com/locklab/locklab/internal/scenario"
+)
+
+// nemesisRate is the load's rate when -rate is not given: steady, and low
+// enough that a 5 minute run fits each replica's history (-history 5000).
+const nemesisRate = 30
+
+// nemesisResult is one version's run under the nemesis.
+type nemesisResult struct {
+	Lock    string `json:"lock"`
+	Fenced  bool   `json:"fenced"`
+	Seed    uint64 `json:"seed"`
+	Faults  int    `json:"faults"`
+	Sold    int    `json:"sold"`
+	Refused int    `json:"fenced_refused"`
+	Unknown int    `json:"unknown"`
+	checker.Verdict
+	// Violation says the stock was harmed: a lost update, an oversell, or
+	// a history no counter could give. FirstAfter is when, after the start,
+	// the first lost update's later write landed (0: none, or only the
+	// counter's check saw it).
+	Violation  bool    `json:"violation"`
+	FirstAfter float64 `json:"first_violation_after_s,omitempty"`
+}
+
+// runNemesis keeps a steady load on each version for -duration while the
+// seeded schedule of faults hits the cluster, and lets the checker decide.
+func runNemesis(ctx context.Context, o options, stdout, stderr io.Writer) int {
+	env, _, err := scenarioEnv(ctx, o)
+	if err != nil {
+		fmt.Fprintln(stderr, "loadtest:", err)
+		return 1
+	}
+	defer env.Close()
+	cfg := o.cfg
+	if cfg.Rate == 0 {
+		cfg.Rate = nemesisRate
+	}
+	cfg.Requests = int(cfg.Rate*cfg.Duration.Seconds()) + 1
+	cfg.Stock = int64(cfg.Requests) // never sold out: every sale tests the lock
+	faults := env.Schedule(o.seed, cfg.Duration)
+	fmt.Fprintf(stderr, "nemesis: seed %d, %d faults over %s, load %.0f sales/s (lease %s):\n", o.seed, len(faults), cfg.Duration, cfg.Rate, env.TTL)
+	for _, f := range faults {
+		fmt.Fprintln(stderr, "  "+f.String())
+	}
+	slow := scenario.SlowSales(faults, cfg.Rate)
+	cfg.Hooks = func(n int64) string {
+		if d, ok := slow[n]; ok {
+			return "hold=" + d.String()
+		}
+		return ""
+	}
+	var results []loadtest.Result
+	var rows []nemesisResult
+	for _, lock := range o.locks {
+		start := time.Now()
+		nctx, cancel := context.WithCancel(ctx)
+		marks := make(chan error, 1)
+		var got []history.Mark
+		go func() {
+			var err error
+			got, err = env.Nemesis(nctx, start, faults, func(s string) { fmt.Fprintln(stderr, s) })
+			marks <- err
+		}()
+		res, err := loadtest.Run(ctx, cfg, lock)
+		if err != nil {
+			cancel()
+		}
+		nerr := <-marks // its schedule ends a lease before the load does
+		cancel()
+		if err != nil || nerr != nil {
+			fmt.Fprintf(stderr, "loadtest: -nemesis %s: %v\n", lock, errors.Join(err, nerr))
+			return 1
+		}
+		res.Marks = got
+		results = append(results, res)
+		rows = append(rows, judge(res, o, len(faults), start))
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		for _, r := range rows {
+			_ = enc.Encode(r)
+		}
+	} else {
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "lock\tfenced\tfaults\tsold\trefused\tunknown\ttwo holders\tlost updates\tlinearizable\tviolation")
+		for _, r := range rows {
+			v := "none"
+			if r.Violation {
+				v = "yes"
+				if r.FirstAfter > 0 {
+					v += fmt.Sprintf(", first after %.1f s", r.FirstAfter)
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Lock, r.Fenced, r.Faults, r.Sold, r.Refused, r.Unknown,
+				r.TwoHolders, r.LostUpdates, r.Linearizability, v)
+		}
+		tw.Flush()
+	}
+	if o.out != "" {
+		o.notes = append(o.notes, fmt.Sprintf("-nemesis: seed %d, %d faults over %s (drawn on each timeline), a steady %.0f sales/s, fencing %v.",
+			o.seed, len(faults), cfg.Duration, cfg.Rate, cfg.Fence))
+		if err := writeReport(o, results); err != nil {
+			fmt.Fprintln(stderr, "loadtest:", err)
+			return 1
+		}
+		fmt.Fprintln(stderr, "loadtest: report written to", o.out)
+	}
+	for _, r := range rows {
+		switch {
+		case o.expectSafe && r.Violation:
+			fmt.Fprintf(stderr, "loadtest: -expect-safe: %s harmed the stock under the nemesis\n", r.Lock)
+			return 1
+		case o.expectUnsafe && !r.Violation:
+			fmt.Fprintf(stderr, "loadtest: -expect-unsafe: the nemesis found no violation for %s\n", r.Lock)
+			return 1
+		}
+	}
+	return 0
+}
+
+// judge sums one version's run up: a violation is a lost update, an
+// oversell (even at its lowest), or a history no counter could give.
+func judge(res loadtest.Result, o options, faults int, start time.Time) nemesisResult {
+	r := nemesisResult{Lock: res.Lock, Fenced: o.cfg.Fence, Seed: o.seed, Faults: faults, Sold: res.Sold, Refused: res.Fenced,
+		Unknown: res.Verdict.Unknown, Verdict: res.Verdict}
+	r.Violation = res.LostUpdates > 0 || res.OversoldMin > 0 || res.Linearizability == "violated"
+	written := map[string]time.Time{}
+	for _, s := range res.Sales {
+		if s.Status == 200 {
+			written[s.ID] = s.Written.At
+		}
+	}
+	var first time.Time
+	for _, p := range res.Lost { // the later write of each pair is the lost one
+		w := later(written[p.A.ID], written[p.B.ID])
+		if !w.IsZero() && (first.IsZero() || w.Before(first)) {
+			first = w
+		}
+	}
+	if !first.IsZero() {
+		r.FirstAfter = first.Sub(start).Seconds()
+	}
+	return r
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
