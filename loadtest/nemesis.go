@@ -46,6 +46,10 @@ func runNemesis(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer env.Close()
+	// Minutes of faults leave requests that ran for seconds (a frozen
+	// replica) and outcomes nobody knows (a killed one): the search needs
+	// longer than a load test's 10 s.
+	checker.Timeout = max(checker.Timeout, 2*time.Minute)
 	cfg := o.cfg
 	if cfg.Rate == 0 {
 		cfg.Rate = nemesisRate
@@ -112,8 +116,9 @@ func runNemesis(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		tw.Flush()
 	}
 	if o.out != "" {
-		o.notes = append(o.notes, fmt.Sprintf("-nemesis: seed %d, %d faults over %s (drawn on each timeline), a steady %.0f sales/s, fencing %v.",
-			o.seed, len(faults), cfg.Duration, cfg.Rate, cfg.Fence))
+		o.notes = append(o.notes, fmt.Sprintf("-nemesis: seed %d, %d faults over %s (each drawn on the timelines below), a steady %.0f sales/s, fencing %s.",
+			o.seed, len(faults), cfg.Duration, cfg.Rate, map[bool]string{false: "off", true: "on"}[cfg.Fence]))
+		o.cfg = cfg // the report's header: the load that ran
 		if err := writeReport(o, results); err != nil {
 			fmt.Fprintln(stderr, "loadtest:", err)
 			return 1

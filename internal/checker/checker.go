@@ -124,7 +124,7 @@ func Check(r Run) Verdict {
 		v.Linearizability = "violated"
 		return v
 	}
-	switch porcupine.CheckOperationsTimeout(counter(r.StockBefore), operations(r.Ops, r.StockAfter), Timeout) {
+	switch porcupine.CheckOperationsTimeout(counter(r.StockBefore), operations(resolve(r.Ops, r.Sales), r.StockAfter), Timeout) {
 	case porcupine.Ok:
 		v.Linearizable, v.Linearizability = true, "ok"
 	case porcupine.Illegal:
@@ -232,6 +232,42 @@ func counter(before int64) porcupine.Model {
 		},
 	}
 	return m.ToModel()
+}
+
+// resolve gives the requests whose outcome the client could not know (a
+// reply lost, a 502 or 504 from nginx) the outcome their replica recorded,
+// where it recorded one: a sale that wrote is sold, leaving what it wrote,
+// and took effect by the time of its write (which may be after the client
+// gave up: a frozen replica resumes); a sale that finished without writing
+// (refused, failed) changed nothing, unless its own write's reply was lost
+// (indeterminate). The rest stay unknown. The counts of
+// the verdict stay the client's; only the search uses this, and it needs
+// it: each unknown request may take effect at any time after its invoke,
+// and a few hundred of them (minutes of faults) make the search time out.
+func resolve(ops []Op, sales []history.Sale) []Op {
+	if len(sales) == 0 {
+		return ops
+	}
+	byID := make(map[string]history.Sale, len(sales))
+	for _, s := range sales {
+		byID[s.ID] = s
+	}
+	out := slices.Clone(ops)
+	for i, op := range out {
+		s, ok := byID[op.ID]
+		if op.Outcome != api.Unknown || !ok || s.End.IsZero() || s.Code == api.CodeIndeterminate {
+			continue // the replica does not know either: its write's reply was lost
+		}
+		if s.Written.At.IsZero() {
+			out[i].Outcome = api.Failed
+			continue
+		}
+		out[i].Outcome, out[i].Remaining = api.Sold, s.Written.Value
+		if s.Written.At.After(op.Return) {
+			out[i].Return = s.Written.At
+		}
+	}
+	return out
 }
 
 // final is the outcome of the stock's read after the run: it must find what

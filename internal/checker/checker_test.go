@@ -105,6 +105,46 @@ func TestLinearizable(t *testing.T) {
 	}
 }
 
+// An unknown outcome the replica recorded is that outcome for the search:
+// "one unit twice" through an unknown reply is found; a sale that never
+// wrote took nothing; one whose own write's reply was lost stays unknown.
+func TestUnknownResolvedByHistory(t *testing.T) {
+	rec := func(id string, written int64, at int, code string) history.Sale {
+		s := history.Sale{ID: id, End: ms(at), Code: code}
+		if code == "" {
+			s.Written = sale.Step{At: ms(at), Value: written}
+		}
+		return s
+	}
+	unknown := func(id string, from, to int) Op {
+		o := op(from, to, api.Unknown, 0)
+		o.ID = id
+		return o
+	}
+	for name, tc := range map[string]struct {
+		after int64
+		ops   []Op
+		sales []history.Sale
+		want  string
+	}{
+		// Without the record, the unknown may have taken the unit after the
+		// other sale: no violation to be seen.
+		"one unit twice, hidden": {8, []Op{unknown("a", 0, 1), op(2, 3, api.Sold, 9)}, nil, "ok"},
+		// Its replica says it wrote 9, as the other did, and its write came
+		// after the client gave up (a frozen replica).
+		"one unit twice, seen": {8, []Op{unknown("a", 0, 1), op(2, 3, api.Sold, 9)}, []history.Sale{rec("a", 9, 4, "")}, "violated"},
+		"never wrote":          {9, []Op{unknown("a", 0, 1), op(2, 3, api.Sold, 9)}, []history.Sale{rec("a", 0, 1, api.CodeLockTimeout)}, "ok"},
+		"its reply lost too":   {8, []Op{unknown("a", 0, 1), op(2, 3, api.Sold, 9)}, []history.Sale{rec("a", 0, 1, api.CodeIndeterminate)}, "ok"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			v := Check(Run{StockBefore: 10, StockAfter: tc.after, Ops: tc.ops, Sales: tc.sales})
+			if v.Linearizability != tc.want {
+				t.Fatalf("linearizability %q, want %q", v.Linearizability, tc.want)
+			}
+		})
+	}
+}
+
 // The oversell is a range when outcomes are unknown: each may have taken a
 // unit or not.
 func TestOversoldRange(t *testing.T) {

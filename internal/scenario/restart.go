@@ -61,9 +61,15 @@ func redlockRestart(fix restartFix) runFunc {
 		if err != nil {
 			return "", "", err
 		}
-		a := e.sellAt(ctx, e.Replicas[0].URL, lock, "hold="+(e.TTL*9/10).String())
+		// A has read the stock: its acquisition is over, not only its SETs
+		// sent (killing B while A still waits for B's reply would leave A
+		// with one node of three, and no lock).
+		a, werr := e.heldAndRead(ctx, lock, "hold="+(e.TTL*9/10).String())
+		if werr != nil {
+			return "", "", errors.Join(fmt.Errorf("the first sale never held the lock: %w", werr), restartC(ctx))
+		}
 		took := time.Now()
-		werr := e.waitUntil(ctx, e.TTL/2, func() (bool, error) { // A holds the stock's node and B
+		werr = e.waitUntil(ctx, e.TTL/2, func() (bool, error) { // A holds the stock's node and B
 			n1, err1 := e.Redis.Exists(ctx, e.LockKey).Result()
 			n2, err2 := bRedis.Exists(ctx, e.LockKey).Result()
 			return n1 == 1 && n2 == 1, errors.Join(err1, err2)
