@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/locklab/locklab/internal/checker"
@@ -46,10 +44,6 @@ func runNemesis(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer env.Close()
-	// Minutes of faults leave requests that ran for seconds (a frozen
-	// replica) and outcomes nobody knows (a killed one): the search needs
-	// longer than a load test's 10 s.
-	checker.Timeout = max(checker.Timeout, 2*time.Minute)
 	cfg := o.cfg
 	if cfg.Rate == 0 {
 		cfg.Rate = nemesisRate
@@ -71,6 +65,10 @@ func runNemesis(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	var results []loadtest.Result
 	var rows []nemesisResult
 	for _, lock := range o.locks {
+		if err := env.ClearLock(ctx, lock); err != nil { // each version starts with its lock free
+			fmt.Fprintln(stderr, "loadtest: -nemesis:", err)
+			return 1
+		}
 		start := time.Now()
 		nctx, cancel := context.WithCancel(ctx)
 		marks := make(chan error, 1)
@@ -94,26 +92,21 @@ func runNemesis(ctx context.Context, o options, stdout, stderr io.Writer) int {
 		results = append(results, res)
 		rows = append(rows, judge(res, o, len(faults), start))
 	}
-	if o.json {
-		enc := json.NewEncoder(stdout)
-		for _, r := range rows {
-			_ = enc.Encode(r)
-		}
-	} else {
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "lock\tfenced\tfaults\tsold\trefused\tunknown\ttwo holders\tlost updates\tlinearizable\tviolation")
-		for _, r := range rows {
-			v := "none"
-			if r.Violation {
-				v = "yes"
-				if r.FirstAfter > 0 {
-					v += fmt.Sprintf(", first after %.1f s", r.FirstAfter)
-				}
+	printRows(stdout, o.json, rows, "lock\tfenced\tfaults\tsold\trefused\tunknown\ttwo holders\tlost updates\tlinearizable\tviolation", func(r nemesisResult) string {
+		v := "none"
+		if r.Violation {
+			v = "yes"
+			if r.FirstAfter > 0 {
+				v += fmt.Sprintf(", first after %.1f s", r.FirstAfter)
 			}
-			fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", r.Lock, r.Fenced, r.Faults, r.Sold, r.Refused, r.Unknown,
-				r.TwoHolders, r.LostUpdates, r.Linearizability, v)
 		}
-		tw.Flush()
+		return fmt.Sprintf("%s\t%v\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s", r.Lock, r.Fenced, r.Faults, r.Sold, r.Refused, r.Unknown,
+			r.TwoHolders, r.LostUpdates, r.Linearizability, v)
+	})
+	for _, r := range rows {
+		if r.NotLinearizable != "" && !o.json {
+			fmt.Fprintf(stdout, "%s: no counter gives this history (%s): %s\n", r.Lock, r.LinearizabilityBy, r.NotLinearizable)
+		}
 	}
 	if o.out != "" {
 		o.notes = append(o.notes, fmt.Sprintf("-nemesis: seed %d, %d faults over %s (each drawn on the timelines below), a steady %.0f sales/s, fencing %s.",

@@ -53,23 +53,13 @@ func runScenarios(ctx context.Context, o options, stdout, stderr io.Writer) int 
 			cells = append(cells, c)
 		}
 	}
-	if o.json {
-		enc := json.NewEncoder(stdout)
-		for _, c := range cells {
-			_ = enc.Encode(c)
+	printRows(stdout, o.json, cells, "scenario\tlock\texpected\tobserved\t\tdetail", func(c scenario.Cell) string {
+		mark := "ok"
+		if !c.OK() {
+			mark = "DIFFERS"
 		}
-	} else {
-		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "scenario\tlock\texpected\tobserved\t\tdetail")
-		for _, c := range cells {
-			mark := "ok"
-			if !c.OK() {
-				mark = "DIFFERS"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s%s\n", c.Scenario, c.Lock, c.Expected, c.Observed, mark, c.Detail, evidence(c))
-		}
-		tw.Flush()
-	}
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s%s", c.Scenario, c.Lock, c.Expected, c.Observed, mark, c.Detail, evidence(c))
+	})
 	if o.out != "" {
 		if err := writeScenarioReport(o, cells, settings); err != nil {
 			fmt.Fprintln(stderr, "loadtest:", err)
@@ -184,4 +174,22 @@ func writeScenarioReport(o options, cells []scenario.Cell, settings map[string]s
 		return err
 	}
 	return f.Close()
+}
+
+// printRows prints rows one JSON object a line (asJSON), or as a table under
+// header, each row's tab-separated line from line.
+func printRows[T any](w io.Writer, asJSON bool, rows []T, header string, line func(T) string) {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		for _, r := range rows {
+			_ = enc.Encode(r) // plain data: it cannot fail
+		}
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		fmt.Fprintln(tw, line(r))
+	}
+	tw.Flush()
 }

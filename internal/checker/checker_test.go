@@ -1,9 +1,12 @@
 package checker
 
 import (
+	"math/rand/v2"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/sale"
@@ -101,6 +104,12 @@ func TestLinearizable(t *testing.T) {
 			if v.Linearizability != tc.want || v.Linearizable != (tc.want == "ok") {
 				t.Fatalf("linearizability %q (%v), want %q", v.Linearizability, v.Linearizable, tc.want)
 			}
+			if (v.NotLinearizable == "") != v.Linearizable {
+				t.Fatalf("linearizability %q, but why not: %q", v.Linearizability, v.NotLinearizable)
+			}
+			if why := decide(tc.before, tc.after, tc.ops); (why == "") != (tc.want == "ok") {
+				t.Fatalf("decide says %q, want %s", why, tc.want)
+			}
 		})
 	}
 }
@@ -164,5 +173,75 @@ func TestOversoldRange(t *testing.T) {
 				t.Fatalf("oversold [%d, %d], want [%d, %d]", v.OversoldMin, v.OversoldMax, tc.min, tc.max)
 			}
 		})
+	}
+}
+
+// decide gives porcupine's answer, on every history of a few requests drawn
+// at random: from a real counter's run with some replies changed or lost,
+// and from nothing at all.
+func TestDecideAgreesWithPorcupine(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	counts := map[bool]int{}
+	for i := range 20000 {
+		before := int64(rng.IntN(5))
+		var ops []Op
+		after := before
+		if i%2 == 0 { // a counter's run: each request takes effect at a point inside it
+			s := before
+			for p := range 1 + rng.IntN(7) {
+				from := p*3 - rng.IntN(6)
+				o := op(from, p*3+rng.IntN(6), api.SoldOut, 0)
+				if s > 0 && rng.IntN(4) > 0 {
+					s--
+					o.Outcome, o.Remaining = api.Sold, s
+				}
+				switch rng.IntN(8) {
+				case 0:
+					o.Outcome = api.Unknown
+				case 1:
+					o.Remaining += int64(rng.IntN(3) - 1)
+				case 2:
+					o.Outcome = api.Failed
+				}
+				ops = append(ops, o)
+			}
+			after = s + int64(rng.IntN(5)/4)
+		} else {
+			outcomes := []string{api.Sold, api.SoldOut, api.Unknown, api.Failed}
+			for range 1 + rng.IntN(6) {
+				from := rng.IntN(20)
+				ops = append(ops, op(from, from+rng.IntN(10), outcomes[rng.IntN(4)], int64(rng.IntN(int(before)+2)-1)))
+			}
+			after = before - int64(rng.IntN(4))
+		}
+		for j := range ops {
+			ops[j].ID = strconv.Itoa(j)
+		}
+		want := porcupine.CheckOperations(counter(before), operations(ops, after))
+		why := decide(before, after, ops)
+		if want != (why == "") {
+			t.Fatalf("history %d (stock %d, then %d): porcupine says linearizable %v, decide says %q\n%+v", i, before, after, want, why, ops)
+		}
+		counts[want]++
+	}
+	if counts[true] < 1000 || counts[false] < 1000 {
+		t.Fatalf("too few of one answer to compare: %v", counts)
+	}
+}
+
+// A nemesis-sized history: 10,000 sales in turn, 2 % of them unknown.
+func BenchmarkDecide(b *testing.B) {
+	const n = 10000
+	ops := make([]Op, n)
+	for i := range ops {
+		ops[i] = op(i*2, i*2+3, api.Sold, int64(n-1-i))
+		if i%50 == 0 {
+			ops[i].Outcome = api.Unknown
+		}
+	}
+	for b.Loop() {
+		if why := decide(n, 0, ops); why != "" {
+			b.Fatal(why)
+		}
 	}
 }

@@ -152,6 +152,9 @@ func Verdict(v checker.Verdict, note string) string {
 	if v.Linearizability != "" {
 		parts = append(parts, "linearizable: "+v.Linearizability)
 	}
+	if v.NotLinearizable != "" {
+		parts = append(parts, v.NotLinearizable)
+	}
 	if note != "" {
 		parts = append(parts, note)
 	}

@@ -187,16 +187,26 @@ func (e Env) lockAfterFirst(ctx context.Context, first, second <-chan reply) (re
 	return r1, held, r2, err
 }
 
-// reset deletes the lock key (etcd's: every key under its prefix) and sets
-// the stock to 10 (through the service), and returns it.
-func (e Env) reset(ctx context.Context) (int64, error) {
+// ClearLock deletes lock's key (etcd's: every key under its prefix), so
+// that what comes next finds the lock free: v3's key stays for ever once its
+// holder was killed, and would stop every later version that shares it.
+func (e Env) ClearLock(ctx context.Context, lock string) error {
 	if err := e.Redis.Del(ctx, e.LockKey).Err(); err != nil {
-		return 0, err
+		return fmt.Errorf("scenario: deleting %s: %w", e.LockKey, err)
 	}
-	if e.lock == "etcd" {
+	if lock == "etcd" {
 		if _, err := e.Etcd.Delete(ctx, e.LockKey+"/", clientv3.WithPrefix()); err != nil {
-			return 0, fmt.Errorf("scenario: etcd: %w", err)
+			return fmt.Errorf("scenario: etcd: %w", err)
 		}
+	}
+	return nil
+}
+
+// reset frees the lock (ClearLock) and sets the stock to 10 (through the
+// service), and returns it.
+func (e Env) reset(ctx context.Context) (int64, error) {
+	if err := e.ClearLock(ctx, e.lock); err != nil {
+		return 0, err
 	}
 	stockURL := strings.TrimSuffix(e.URL, "/sale") + "/stock"
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, stockURL, strings.NewReader(`{"stock":10}`))

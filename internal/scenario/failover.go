@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/locklab/locklab/internal/cluster"
@@ -82,21 +81,13 @@ func failover(ack bool) runFunc {
 // standbyInSync waits until the standby has replicated everything the
 // primary has (the stock the cell just set).
 func (e Env) standbyInSync(ctx context.Context) error {
-	offset := func(info, field string) string {
-		for line := range strings.SplitSeq(info, "\n") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
-				return v
-			}
-		}
-		return ""
-	}
 	err := e.waitUntil(ctx, 10*time.Second, func() (bool, error) {
 		p, err1 := e.Redis.Info(ctx, "replication").Result()
 		s, err2 := e.StandbyRedis.Info(ctx, "replication").Result()
 		if err := errors.Join(err1, err2); err != nil {
 			return false, err
 		}
-		return offset(s, "master_link_status") == "up" && offset(s, "slave_repl_offset") == offset(p, "master_repl_offset"), nil
+		return infoField(s, "master_link_status") == "up" && infoField(s, "slave_repl_offset") == infoField(p, "master_repl_offset"), nil
 	})
 	if err != nil {
 		return fmt.Errorf("the standby never caught up with the primary: %w", err)

@@ -134,8 +134,8 @@ func (e Env) persistEveryWrite(ctx context.Context, node *redis.Client, name str
 	}
 	err := e.waitUntil(ctx, 10*time.Second, func() (bool, error) {
 		info, err := node.Info(ctx, "persistence").Result()
-		return strings.Contains(info, "aof_enabled:1") && strings.Contains(info, "aof_rewrite_in_progress:0") &&
-			strings.Contains(info, "aof_rewrite_scheduled:0"), err
+		return infoField(info, "aof_enabled") == "1" && infoField(info, "aof_rewrite_in_progress") == "0" &&
+			infoField(info, "aof_rewrite_scheduled") == "0", err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %s never finished its first AOF rewrite: %w", name, err)

@@ -602,14 +602,23 @@ func (e Env) getCalls(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	stat := infoField(info, "cmdstat_get")
+	if stat == "" {
+		return 0, nil // no GET served yet
+	}
+	var n int64
+	_, err = fmt.Sscanf(stat, "calls=%d", &n)
+	return n, err
+}
+
+// infoField is field's value in a reply of Redis's INFO ("" when absent).
+func infoField(info, field string) string {
 	for line := range strings.SplitSeq(info, "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_get:calls="); ok {
-			var n int64
-			_, err := fmt.Sscanf(rest, "%d", &n)
-			return n, err
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			return v
 		}
 	}
-	return 0, nil // no GET served yet
+	return ""
 }
 
 // reentry: one sale that takes the lock twice, nested. A lock that is not
