@@ -115,7 +115,8 @@ func TestPanicReleasesTheLock(t *testing.T) {
 // not a stock, sold out, or a stock to sell from; Redis's own DECR agrees.
 func FuzzStockValues(f *testing.F) {
 	for _, v := range []string{"5", "0", "-0", " 5", "5 ", "+5", "05", "1e3", "0x10", "5.0", "-5", "", "abc",
-		"9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809", "1" + string(rune(0))} {
+		"9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809", "1" + string(rune(0)),
+		"9007199254740991", "9007199254740992", "9007199254740993", "9007199254740994", "9007199254740995"} { // 2^53 - 1 .. 2^53 + 3: where Lua's doubles stop being exact
 		f.Add(v)
 	}
 	rdb := redistest.Start(f).Client()

@@ -1,7 +1,8 @@
 -- The lock-free sale: check and decrement in one atomic step.
 -- KEYS[1]: the stock key.
--- Returns the stock left after the sale (as a string: Lua's numbers are
--- doubles, exact only up to 2^53, and a stock may be any int64), -1 when sold out, -2 when the key is
+-- Returns the stock left after the sale (an integer below 2^53, else as a
+-- string: Lua's numbers are doubles, exact only up to 2^53, and a stock may
+-- be any int64), -1 when sold out, -2 when the key is
 -- missing, -3 when its value is not a stock: anything but the canonical
 -- decimal form of a 64-bit integer, exactly what Redis's DECR and the Go side
 -- (sale.ParseStock) accept. Lua's tonumber is not used: it takes " 5", "1e3"
@@ -29,5 +30,11 @@ end
 if v:sub(1, 1) == '-' then
   return -1
 end
-redis.call('DECR', KEYS[1])
+-- DECR's reply reaches Lua as a double: exact below 2^53 in size, where it
+-- is returned as it is (one command fewer per sale); beyond, the value is
+-- read back as a string.
+local n = redis.call('DECR', KEYS[1])
+if n < 9007199254740992 then
+  return n
+end
 return redis.call('GET', KEYS[1])
