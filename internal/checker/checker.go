@@ -2,7 +2,8 @@
 // number: the client's history of every request (invoke, return, outcome)
 // and the replicas' history of every sale (who held the lock when, what each
 // read and wrote). It finds two holders at once, lost updates, and whether
-// the stock behaved as one counter (linearizability, checked by porcupine),
+// the stock behaved as one counter (linearizability, checked by porcupine and,
+// when its search runs out of time, by decide),
 // and gives the oversell as a range when some outcomes are unknown. Every
 // violation names the sales involved.
 package checker

@@ -24,6 +24,7 @@ import (
 type Server struct {
 	Addr string
 	port int
+	dir  string // its working directory: a replica's full sync writes an RDB file there
 	tb   testing.TB
 
 	mu     sync.Mutex
@@ -39,7 +40,7 @@ func Start(tb testing.TB) *Server {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		tb.Fatal("redis-server not found in PATH; the tests need a real Redis: apt-get install redis-server (Debian/Ubuntu) or brew install redis")
 	}
-	s := &Server{tb: tb}
+	s := &Server{tb: tb, dir: tb.TempDir()}
 	var err error
 	for range 5 { // a free port can be taken between choosing and binding it
 		if s.port, err = freePort(); err != nil {
@@ -90,7 +91,7 @@ func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cmd := exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning")
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning", "--dir", s.dir)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start redis-server: %w", err)
 	}

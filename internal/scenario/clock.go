@@ -30,7 +30,7 @@ import (
 // to the real time (as NTP would step it back).
 func clockJump(fenced bool) runFunc {
 	return func(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error) {
-		fence := "fence=" + map[bool]string{false: "0", true: "1"}[fenced]
+		fence := fenceHook(fenced)
 		node := e.StockNode
 		gone := func() (bool, error) {
 			locked, err := e.locked(ctx)

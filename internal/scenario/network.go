@@ -28,7 +28,7 @@ import (
 // stale write.
 func partitionHolder(fenced bool) runFunc {
 	return func(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error) {
-		fence := "fence=" + map[bool]string{false: "0", true: "1"}[fenced]
+		fence := fenceHook(fenced)
 		s, err := e.heldAndRead(ctx, lock, "hold="+(3*e.TTL).String()+"&"+fence)
 		if err != nil {
 			return "", "", err
@@ -78,7 +78,7 @@ func (e Env) staleHolder(ctx context.Context, before int64, rs, rb reply) (obser
 // write is refused where it lands.
 func delayedWrite(fenced bool) runFunc {
 	return func(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error) {
-		fence := "fence=" + map[bool]string{false: "0", true: "1"}[fenced]
+		fence := fenceHook(fenced)
 		s, err := e.heldAndRead(ctx, lock, "hold="+(e.TTL/2).String()+"&"+fence)
 		if err != nil {
 			return "", "", err

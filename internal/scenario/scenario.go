@@ -236,7 +236,7 @@ func slowHolder(fenced bool) runFunc {
 }
 
 func slowHeld(ctx context.Context, e Env, lock string, before int64, fenced bool) (string, string, error) {
-	fence := "&fence=" + map[bool]string{false: "0", true: "1"}[fenced]
+	fence := "&" + fenceHook(fenced)
 	s := e.sell(ctx, lock, "hold="+(e.TTL*3/2).String()+fence)
 	if err := e.waitLock(ctx, true, 5*time.Second); err != nil {
 		return "", "", fmt.Errorf("the slow sale never took the lock: %w", err)
@@ -506,11 +506,8 @@ func pauseHolder(fenced bool) runFunc {
 }
 
 func pausedHolder(ctx context.Context, e Env, lock string, before int64, fenced bool) (string, string, error) {
-	fence := "0"
-	if fenced {
-		fence = "1"
-	}
-	s := e.sellAt(ctx, e.Replicas[0].URL, lock, "stop_before_write=1&fence="+fence)
+	fence := fenceHook(fenced)
+	s := e.sellAt(ctx, e.Replicas[0].URL, lock, "stop_before_write=1&"+fence)
 	thaw := e.thaw(e.Replicas[0].Name) // it stops itself
 	defer thaw()                       // whatever happens, the replica runs again (also if it stopped late)
 	stopped := func() (bool, error) { return e.Procs.Stopped(e.Replicas[0].Name) }
@@ -521,7 +518,7 @@ func pausedHolder(ctx context.Context, e Env, lock string, before int64, fenced 
 	if err := e.waitLock(ctx, false, 3*e.TTL); err != nil {
 		return "", "", fmt.Errorf("the frozen holder's lease never expired: %w", err)
 	}
-	rb := <-e.sellAt(ctx, e.Replicas[1].URL, lock, "fence="+fence)
+	rb := <-e.sellAt(ctx, e.Replicas[1].URL, lock, fence)
 	if rb.err != nil {
 		return "", "", rb.err
 	}
@@ -609,6 +606,14 @@ func (e Env) getCalls(ctx context.Context) (int64, error) {
 	var n int64
 	_, err = fmt.Sscanf(stat, "calls=%d", &n)
 	return n, err
+}
+
+// fenceHook is the /sale hook that turns fencing on or off for one sale.
+func fenceHook(fenced bool) string {
+	if fenced {
+		return "fence=1"
+	}
+	return "fence=0"
 }
 
 // infoField is field's value in a reply of Redis's INFO ("" when absent).
