@@ -5,11 +5,14 @@
 --              score = 1 for the first to arrive while the set is empty, then
 --              the tail's score + 1 (no clock: scripts run one at a time, so
 --              arrival order is exact across every replica);
---   deadlines: a hash, owner -> the ms (Redis's clock) past which its entry is
---              dropped: the waiter gave up, or died without leaving.
+--   deadlines: a hash, owner -> '<ms> <channel>': the ms (Redis's clock) past
+--              which its entry is dropped (the waiter gave up, or died without
+--              leaving), and the channel its grant is published on: its own
+--              process's, so a grant reaches only the replica that waits for it.
 
--- Queue owner at the tail, to wait wait_ms; an owner already queued keeps its place.
-local function handoff_enqueue(queue, deadlines, owner, wait_ms)
+-- Queue owner at the tail, to wait wait_ms and be told on channel; an owner
+-- already queued keeps its place.
+local function handoff_enqueue(queue, deadlines, owner, wait_ms, channel)
   if redis.call('ZSCORE', queue, owner) then
     return
   end
@@ -21,7 +24,7 @@ local function handoff_enqueue(queue, deadlines, owner, wait_ms)
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   redis.call('ZADD', queue, score, owner)
-  redis.call('HSET', deadlines, owner, now + wait_ms)
+  redis.call('HSET', deadlines, owner, string.format('%d', now + wait_ms) .. ' ' .. channel)
 end
 
 -- Take owner out of the queue; true when it was in it.
@@ -31,7 +34,8 @@ local function handoff_dequeue(queue, deadlines, owner)
 end
 
 -- Take the first waiter whose deadline has not passed out of the queue and
--- return it, dropping the dead entries before it; nil when none waits.
+-- return it and its channel, dropping the dead entries before it; nil when
+-- none waits.
 local function handoff_next(queue, deadlines)
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -40,17 +44,20 @@ local function handoff_next(queue, deadlines)
     if not head then
       return nil
     end
-    local deadline = tonumber(redis.call('HGET', deadlines, head))
+    local entry = redis.call('HGET', deadlines, head)
     redis.call('HDEL', deadlines, head)
-    if deadline and deadline > now then
-      return head
+    if entry then
+      local deadline, channel = string.match(entry, '^(%d+) (.+)$')
+      if deadline and tonumber(deadline) > now then
+        return head, channel
+      end
     end
   end
 end
 
 -- Tell owner, just made the lock's holder, that it holds it, with a fencing
--- token issued now from counter when fenced is '1' (0: unfenced). Every
--- replica's subscription receives it; only owner's waiter acts on it.
+-- token issued now from counter when fenced is '1' (0: unfenced), on the
+-- channel it queued with (handoff_next's): only its replica receives it.
 local function handoff_grant(counter, fenced, channel, owner)
   local token = 0
   if fenced == '1' then

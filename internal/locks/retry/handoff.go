@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/lease"
+	"github.com/locklab/locklab/internal/locks/handoff"
 )
 
 // Queuer is a guard whose lock can be handed over directly (-wait handoff,
@@ -14,9 +15,9 @@ import (
 type Queuer interface {
 	Guard
 	// TryOrQueue makes one attempt and, when the lock is taken, queues owner
-	// to wait up to wait in the same step and answers lease.ErrTaken. queued
-	// says owner is queued already: a release may have handed it the lock.
-	TryOrQueue(ctx context.Context, owner string, wait time.Duration, queued bool) (lease.Lease, error)
+	// as w says in the same step and answers lease.ErrTaken. When w.Queued,
+	// a release may have handed owner the lock.
+	TryOrQueue(ctx context.Context, owner string, w handoff.Waiter) (lease.Lease, error)
 	// Granted is the lease of the hold a release handed owner, with the
 	// token it came with.
 	Granted(ctx context.Context, owner string, token int64) lease.Lease
@@ -51,10 +52,11 @@ func (w *HandedOff) Acquire(ctx context.Context, owner string) (lease.Lease, err
 	attemptCtx := context.WithoutCancel(ctx)
 	granted := w.n.register(owner)
 	defer w.n.unregister(owner)
-	wait := waitFor(ctx)
+	waiter := handoff.Waiter{Channel: w.n.grants, Wait: waitFor(ctx)}
 	try := func(queued bool) (lease.Lease, error) {
 		attempts++
-		l, err := w.g.TryOrQueue(attemptCtx, owner, wait, queued)
+		waiter.Queued = queued
+		l, err := w.g.TryOrQueue(attemptCtx, owner, waiter)
 		if err != nil && !errors.Is(err, lease.ErrTaken) {
 			w.leave(attemptCtx, owner)
 		}

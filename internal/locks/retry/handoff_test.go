@@ -34,6 +34,12 @@ func queuers(rdb *redis.Client, key string, ttl time.Duration, fenced bool) map[
 	}
 }
 
+// waiter queues with a channel nobody listens on: the tests that call
+// TryOrQueue themselves set the order of events, and read Redis.
+func waiter(wait time.Duration, queued bool) handoff.Waiter {
+	return handoff.Waiter{Channel: "test-grants", Wait: wait, Queued: queued}
+}
+
 // handedOff is g waiting by hand-off through its own Notifier: a replica. The
 // backstop is a minute, so a waiter that is served was handed the lock.
 func handedOff(t *testing.T, rdb *redis.Client, key string, g retry.Queuer, count retry.Counter) *retry.HandedOff {
@@ -139,14 +145,14 @@ func TestHandoffGiveUpRace(t *testing.T) {
 			t.Run(fmt.Sprint(name, " granted first=", grantedFirst), func(t *testing.T) {
 				key := fmt.Sprint("race-", name, grantedFirst)
 				g := queuers(rdb, key, 20*time.Second, false)[name]
-				holder, err := g.TryOrQueue(ctx, "holder", time.Minute, false)
+				holder, err := g.TryOrQueue(ctx, "holder", waiter(time.Minute, false))
 				if err != nil {
 					t.Fatal(err)
 				}
 				// Two waiters queue; neither waits on a subscription, so the
 				// order of events is the test's.
 				for _, w := range []string{"leaver", "next"} {
-					if _, err := g.TryOrQueue(ctx, w, time.Minute, false); !errors.Is(err, lease.ErrTaken) {
+					if _, err := g.TryOrQueue(ctx, w, waiter(time.Minute, false)); !errors.Is(err, lease.ErrTaken) {
 						t.Fatalf("%s: %v, want queued", w, err)
 					}
 				}
@@ -163,7 +169,7 @@ func TestHandoffGiveUpRace(t *testing.T) {
 					release(t, holder)
 				}
 				assertHolder(t, rdb, key, "next")
-				l, err := g.TryOrQueue(ctx, "next", time.Minute, true) // its backstop check finds the grant
+				l, err := g.TryOrQueue(ctx, "next", waiter(time.Minute, true)) // its backstop check finds the grant
 				if err != nil {
 					t.Fatalf("the next waiter was not told it holds the lock: %v", err)
 				}
@@ -226,11 +232,11 @@ func TestHandoffCrashedWaiter(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			key := "crash-" + name
 			g := queuers(rdb, key, ttl, false)[name]
-			holder, err := g.TryOrQueue(ctx, "holder", time.Minute, false)
+			holder, err := g.TryOrQueue(ctx, "holder", waiter(time.Minute, false))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := g.TryOrQueue(ctx, "dead", time.Minute, false); !errors.Is(err, lease.ErrTaken) {
+			if _, err := g.TryOrQueue(ctx, "dead", waiter(time.Minute, false)); !errors.Is(err, lease.ErrTaken) {
 				t.Fatalf("the waiter that dies: %v, want queued", err)
 			}
 			w := retry.Handoff(g, notifier(t, rdb, key, 20*time.Millisecond), nil)
@@ -345,19 +351,24 @@ func TestHandoffSkipsExpiredEntries(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	ctx := context.Background()
 	g := queuers(rdb, "lock", 20*time.Second, false)["v4"]
-	holder, err := g.TryOrQueue(ctx, "holder", time.Minute, false)
+	holder, err := g.TryOrQueue(ctx, "holder", waiter(time.Minute, false))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.TryOrQueue(ctx, "expired", time.Millisecond, false); !errors.Is(err, lease.ErrTaken) {
+	if _, err := g.TryOrQueue(ctx, "expired", waiter(time.Millisecond, false)); !errors.Is(err, lease.ErrTaken) {
 		t.Fatalf("expired: %v, want queued", err)
 	}
-	if _, err := g.TryOrQueue(ctx, "live", time.Minute, false); !errors.Is(err, lease.ErrTaken) {
+	if _, err := g.TryOrQueue(ctx, "live", waiter(time.Minute, false)); !errors.Is(err, lease.ErrTaken) {
 		t.Fatalf("live: %v, want queued", err)
 	}
-	deadline, err := rdb.HGet(ctx, "lock:handoff:deadlines", "expired").Int64()
+	entry, err := rdb.HGet(ctx, "lock:handoff:deadlines", "expired").Result()
 	if err != nil {
 		t.Fatal(err)
+	}
+	var deadline int64
+	var channel string
+	if _, err := fmt.Sscanf(entry, "%d %s", &deadline, &channel); err != nil || channel != "test-grants" {
+		t.Fatalf("queue entry %q: want '<deadline ms> test-grants' (%v)", entry, err)
 	}
 	locktest.WaitFor(t, 5*time.Second, "Redis's clock past the entry's deadline", func() bool {
 		now, err := rdb.Time(ctx).Result()
@@ -367,6 +378,74 @@ func TestHandoffSkipsExpiredEntries(t *testing.T) {
 	assertHolder(t, rdb, "lock", "live")
 	if n := rdb.HLen(ctx, "lock:handoff:deadlines").Val() + rdb.ZCard(ctx, "lock:handoff").Val(); n != 0 {
 		t.Fatalf("%d queue entries left: the expired one must be dropped", n)
+	}
+}
+
+// Each grant is published on the channel its waiter queued with, and on no
+// other: a replica's subscription receives only its own waiters' grants. On
+// the string lock and the hash, fenced: two waiters of two replicas are
+// served in turn, and one subscription to both replicas' channels and
+// notify's sees exactly those two grants, in order, then a marker.
+func TestHandoffGrantsOnlyToItsReplica(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, name := range []string{"v4", "v7"} {
+		t.Run(name, func(t *testing.T) {
+			key := "lock-" + name
+			keys := handoff.For(key)
+			a, b := keys.Grants("a"), keys.Grants("b")
+			sub := rdb.Subscribe(ctx, a, b, keys.Channel)
+			defer sub.Close()
+			for range 3 {
+				if _, err := sub.Receive(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			g := queuers(rdb, key, 20*time.Second, true)[name]
+			holder, err := g.TryOrQueue(ctx, "holder", waiter(time.Minute, false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for w, channel := range map[string]string{"on-a": a, "on-b": b} {
+				if _, err := g.TryOrQueue(ctx, w, handoff.Waiter{Channel: channel, Wait: time.Minute}); !errors.Is(err, lease.ErrTaken) {
+					t.Fatalf("%s: %v, want queued", w, err)
+				}
+			}
+			// Map order is random: whichever queued first is served first.
+			first, _ := rdb.ZRange(ctx, keys.Queue, 0, 0).Result()
+			if len(first) != 1 {
+				t.Fatalf("queue %v", first)
+			}
+			order := []string{"on-a", "on-b"}
+			if first[0] == "on-b" {
+				order = []string{"on-b", "on-a"}
+			}
+			release(t, holder)
+			var last int64
+			for _, w := range order {
+				msg, err := sub.ReceiveMessage(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := map[string]string{"on-a": a, "on-b": b}[w]
+				grant, err := handoff.ParseGrant(msg.Payload)
+				if err != nil || msg.Channel != want || grant.Owner != w || grant.Token <= last {
+					t.Fatalf("got %q on %s (%v), want %s's grant with a token above %d on %s", msg.Payload, msg.Channel, err, w, last, want)
+				}
+				last = grant.Token
+				release(t, g.Granted(ctx, w, grant.Token))
+			}
+			if err := rdb.Publish(ctx, a, "marker").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if msg, err := sub.ReceiveMessage(ctx); err != nil || msg.Payload != "marker" {
+				t.Fatalf("after the two grants: %v (%v), want the marker: nothing else was published", msg, err)
+			}
+			if n := rdb.Exists(ctx, key, keys.Queue, keys.Deadlines).Val(); n != 0 {
+				t.Fatalf("%d of the lock and its queue's keys left behind", n)
+			}
+		})
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/handoff"
 	"github.com/redis/go-redis/v9"
@@ -38,7 +39,8 @@ import (
 type Notifier struct {
 	lockKey  string
 	queue    string
-	channel  string
+	channel  string // notify's wake-ups, every replica's
+	grants   string // hand-off's grants to this Notifier's waiters only
 	backstop time.Duration
 	rdb      redis.Scripter
 	sub      *redis.PubSub
@@ -81,10 +83,12 @@ func NewNotifier(ctx context.Context, rdb *redis.Client, lockKey string, backsto
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	keys := handoff.For(lockKey)
 	n := &Notifier{
 		lockKey:  lockKey,
 		queue:    lockKey + ":queue",
-		channel:  handoff.For(lockKey).Channel,
+		channel:  keys.Channel,
+		grants:   keys.Grants(uuid.NewString()),
 		backstop: backstop,
 		rdb:      rdb,
 		log:      log,
@@ -92,7 +96,7 @@ func NewNotifier(ctx context.Context, rdb *redis.Client, lockKey string, backsto
 		waiters:  map[string]chan int64{},
 		holders:  map[string]int{},
 	}
-	n.sub = rdb.Subscribe(ctx, n.channel)
+	n.sub = rdb.Subscribe(ctx, n.channel, n.grants)
 	go n.listen()
 	return n
 }

@@ -8,7 +8,7 @@
 --          0 hands over whatever holds it, as v3 to v5's DEL deletes it.
 -- ARGV[3]: the next holder's lease in ms; 0 means no expiry (v3).
 -- ARGV[4]: 1 to issue the next holder a fencing token, in this same step.
--- ARGV[5]: the channel to tell the next holder on.
+-- The next holder is told on the channel it queued with.
 -- Returns 1 when the lock was handed over or freed, 0 when it was not held:
 -- gone, or (checked) another owner's.
 if ARGV[2] == '1' then
@@ -18,7 +18,7 @@ if ARGV[2] == '1' then
 elseif redis.call('EXISTS', KEYS[1]) == 0 then
   return 0
 end
-local next = handoff_next(KEYS[3], KEYS[4])
+local next, channel = handoff_next(KEYS[3], KEYS[4])
 if not next then
   redis.call('DEL', KEYS[1])
   return 1
@@ -28,5 +28,5 @@ if tonumber(ARGV[3]) > 0 then
 else
   redis.call('SET', KEYS[1], next)
 end
-handoff_grant(KEYS[2], ARGV[4], ARGV[5], next)
+handoff_grant(KEYS[2], ARGV[4], channel, next)
 return 1

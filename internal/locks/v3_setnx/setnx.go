@@ -94,12 +94,12 @@ func (l *Locker) lease(owner string, token int64) lease.Lease {
 }
 
 // TryOrQueue makes one attempt, as TryAcquire does, and when the lock is
-// taken queues owner to wait up to wait in the same step, and answers
-// lease.ErrTaken (-wait handoff). queued says owner is queued already: then
-// a release may have handed it the lock, and it is told so.
-func (l *Locker) TryOrQueue(ctx context.Context, owner string, wait time.Duration, queued bool) (lease.Lease, error) {
+// taken queues owner as w says in the same step, and answers lease.ErrTaken
+// (-wait handoff). When w.Queued, a release may have handed owner the lock,
+// and it is told so.
+func (l *Locker) TryOrQueue(ctx context.Context, owner string, w handoff.Waiter) (lease.Lease, error) {
 	n, err := tryScript.Run(ctx, l.rdb, l.keys.List(), owner, fence.PX(l.opts.TTL), handoff.Flag(l.opts.Fence),
-		fence.PX(wait), handoff.Flag(queued)).Int64()
+		fence.PX(w.Wait), handoff.Flag(w.Queued), w.Channel).Int64()
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("setnx: acquire or queue for %s: %w", l.opts.Key, err)
@@ -129,7 +129,7 @@ func (l *Locker) Leave(ctx context.Context, owner string) error {
 // another owner's.
 func (l *Locker) HandOver(ctx context.Context, owner string, checked bool) error {
 	n, err := handoverScript.Run(ctx, l.rdb, l.keys.List(), owner, handoff.Flag(checked), fence.PX(l.opts.TTL),
-		handoff.Flag(l.opts.Fence), l.keys.Channel).Int()
+		handoff.Flag(l.opts.Fence)).Int()
 	if err != nil {
 		return fmt.Errorf("setnx: hand over %s: %w", l.opts.Key, err)
 	}

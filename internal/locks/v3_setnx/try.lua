@@ -9,6 +9,7 @@
 -- ARGV[4]: how long the owner waits, in ms, if it must.
 -- ARGV[5]: 1 when the owner is already queued: a release may have handed it
 --          the lock (it is then no longer queued), and its message been lost.
+-- ARGV[6]: the channel to tell the owner on when a release hands it the lock.
 -- Returns the token (1 when unfenced) when the owner holds the lock now, 0
 -- when it is queued. A free lock is taken even if others are queued: it is
 -- free with waiters only after a lease ran out, and they take it at their
@@ -36,5 +37,5 @@ if ok then
   end
   return 1
 end
-handoff_enqueue(KEYS[3], KEYS[4], owner, tonumber(ARGV[4]))
+handoff_enqueue(KEYS[3], KEYS[4], owner, tonumber(ARGV[4]), ARGV[6])
 return 0

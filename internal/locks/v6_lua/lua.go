@@ -71,8 +71,8 @@ func (l *Locker) own(held lease.Lease, owner string) lease.Lease {
 
 // TryOrQueue is v4's attempt that queues when the lock is taken (-wait
 // handoff): a lease that releases as v6 does, or lease.ErrTaken.
-func (l *Locker) TryOrQueue(ctx context.Context, owner string, wait time.Duration, queued bool) (lease.Lease, error) {
-	held, err := l.v4.TryOrQueue(ctx, owner, wait, queued)
+func (l *Locker) TryOrQueue(ctx context.Context, owner string, w handoff.Waiter) (lease.Lease, error) {
+	held, err := l.v4.TryOrQueue(ctx, owner, w)
 	if err != nil {
 		return nil, err
 	}

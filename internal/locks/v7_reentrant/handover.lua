@@ -7,7 +7,7 @@
 -- ARGV[1]: the owner releasing (release.lua's).
 -- ARGV[2]: the next holder's lease in ms.
 -- ARGV[3]: 1 to issue the next holder a fencing token, in this same step.
--- ARGV[4]: the channel to tell the next holder on.
+-- The next holder is told on the channel it queued with.
 -- Returns release.lua's reply: -1 when ARGV[1] holds nothing (the lease
 -- expired), 0 when it still has nested holds, 1 when the lock was handed
 -- over or freed.
@@ -15,10 +15,10 @@ local released = v7_release()
 if released ~= 1 then
   return released
 end
-local next = handoff_next(KEYS[3], KEYS[4])
+local next, channel = handoff_next(KEYS[3], KEYS[4])
 if next then
   redis.call('HSET', KEYS[1], next, 1)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  handoff_grant(KEYS[2], ARGV[3], ARGV[4], next)
+  handoff_grant(KEYS[2], ARGV[3], channel, next)
 end
 return 1

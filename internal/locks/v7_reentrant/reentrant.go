@@ -98,12 +98,12 @@ func (l *Locker) held(ctx context.Context, owner, what string, n int64, err erro
 }
 
 // TryOrQueue makes one attempt, as TryAcquire does, and when another owner
-// holds the lock queues owner to wait up to wait in the same step, and
-// answers lease.ErrTaken (-wait handoff). queued says owner is queued
-// already: then a release may have handed it the lock, and it is told so.
-func (l *Locker) TryOrQueue(ctx context.Context, owner string, wait time.Duration, queued bool) (lease.Lease, error) {
+// holds the lock queues owner as w says in the same step, and answers
+// lease.ErrTaken (-wait handoff). When w.Queued, a release may have handed
+// owner the lock, and it is told so.
+func (l *Locker) TryOrQueue(ctx context.Context, owner string, w handoff.Waiter) (lease.Lease, error) {
 	n, err := tryScript.Run(ctx, l.rdb, l.keys.List(), owner, l.opts.TTL.Milliseconds(), handoff.Flag(l.opts.Fence),
-		fence.PX(wait), handoff.Flag(queued)).Int64()
+		fence.PX(w.Wait), handoff.Flag(w.Queued), w.Channel).Int64()
 	return l.held(ctx, owner, "acquire or queue for", n, err)
 }
 
@@ -124,7 +124,7 @@ func (l *Locker) release(ctx context.Context, owner string) error {
 	var err error
 	if l.opts.Handoff {
 		n, err = handoverScript.Run(ctx, l.rdb, l.keys.List(), owner, l.opts.TTL.Milliseconds(),
-			handoff.Flag(l.opts.Fence), l.keys.Channel).Int()
+			handoff.Flag(l.opts.Fence)).Int()
 	} else {
 		n, err = releaseScript.Run(ctx, l.rdb, []string{l.opts.Key}, owner).Int()
 	}

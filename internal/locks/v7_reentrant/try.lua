@@ -7,6 +7,7 @@
 -- ARGV[4]: how long the owner waits, in ms, if it must.
 -- ARGV[5]: 1 when the owner is already queued: a release may have handed it
 --          the lock (it is then no longer queued), and its message been lost.
+-- ARGV[6]: the channel to tell the owner on when a release hands it the lock.
 -- Returns the token (1 when unfenced) when the owner holds the lock now, 0
 -- when it is queued. An owner that holds the lock takes a nested hold at
 -- once (acquire.lua), never queued behind its own waiters.
@@ -24,5 +25,5 @@ if held ~= 0 then
   end
   return held
 end
-handoff_enqueue(KEYS[3], KEYS[4], owner, tonumber(ARGV[4]))
+handoff_enqueue(KEYS[3], KEYS[4], owner, tonumber(ARGV[4]), ARGV[6])
 return 0

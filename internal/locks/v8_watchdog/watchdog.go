@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/lease"
+	"github.com/locklab/locklab/internal/locks/handoff"
 	reentrant "github.com/locklab/locklab/internal/locks/v7_reentrant"
 	"github.com/redis/go-redis/v9"
 )
@@ -90,8 +91,8 @@ func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, err
 
 // TryOrQueue is v7's attempt that queues when the lock is taken (-wait
 // handoff), watched as TryAcquire's hold is.
-func (l *Locker) TryOrQueue(ctx context.Context, owner string, wait time.Duration, queued bool) (lease.Lease, error) {
-	inner, err := l.inner.TryOrQueue(ctx, owner, wait, queued)
+func (l *Locker) TryOrQueue(ctx context.Context, owner string, w handoff.Waiter) (lease.Lease, error) {
+	inner, err := l.inner.TryOrQueue(ctx, owner, w)
 	if err != nil {
 		return nil, err
 	}
