@@ -84,6 +84,9 @@ const (
 	CodeChaosDisabled    = "chaos_disabled"
 	CodeNotFound         = "not_found"
 	CodeNotAllowed       = "method_not_allowed"
+	// CodeNotSent is nginx's (deploy/nginx.conf), never the service's: no
+	// byte of the request reached any replica, so nothing was sold.
+	CodeNotSent = "not_sent"
 )
 
 // StatusClientGone is nginx's code for a client that closed the request.
@@ -129,7 +132,8 @@ const (
 	Failed  = "failed" // known to have sold nothing: the lock not obtained, the lease lost, a refused request
 	// Unknown may or may not have sold: the reply was lost (a transport
 	// error, a timeout), the service's own write lost its reply
-	// (CodeIndeterminate), or nginx answered 502 or 504 for a replica.
+	// (CodeIndeterminate), or nginx answered 502 or 504 for a replica that
+	// got the request (when none got it, nginx says 503 CodeNotSent).
 	Unknown = "unknown"
 )
 
@@ -137,7 +141,7 @@ const (
 // written: a write whose reply was lost is CodeIndeterminate, never
 // CodeUnavailable.
 var soldNothing = map[string]bool{CodeLockTimeout: true, CodeStockMissing: true, CodeLeaseLost: true,
-	CodeStockCorrupt: true, CodeUnavailable: true, CodeShuttingDown: true, CodeBusy: true}
+	CodeStockCorrupt: true, CodeUnavailable: true, CodeShuttingDown: true, CodeBusy: true, CodeNotSent: true}
 
 // Outcome classifies a /sale reply.
 func Outcome(status int, reply Sale) string {
