@@ -71,7 +71,9 @@ var (
 	wakeScript = redis.NewScript(wakeSrc)
 )
 
-// NewNotifier subscribes on rdb to lockKey's release channel and returns the
+// NewNotifier subscribes on rdb to lockKey's wake-up channel (-wait notify,
+// every replica's) and to a grant channel of its own (-wait handoff: the
+// releases publish there only the grants to its waiters), and returns the
 // Notifier of lockKey, whose waiters check their place every backstop
 // (Backstop when <= 0) without a message. A subscription that fails now is
 // retried by go-redis in the background; until it is up, waiters check every
