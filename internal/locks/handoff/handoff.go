@@ -84,8 +84,9 @@ func For(lockKey string) Keys {
 func (k Keys) Grants(process string) string { return k.Lock + ":grants:" + process }
 
 // Waiter is how an attempt queues its owner when the lock is taken: the
-// channel its grant is to be published on (Grants), how long it waits, and
-// whether it is queued already (a release may then have handed it the lock).
+// channel its grant is to be published on (Grants; the scripts refuse an
+// empty one), how long it waits, and whether it is queued already (a release
+// may then have handed it the lock).
 type Waiter struct {
 	Channel string
 	Wait    time.Duration

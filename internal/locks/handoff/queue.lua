@@ -13,6 +13,7 @@
 -- Queue owner at the tail, to wait wait_ms and be told on channel; an owner
 -- already queued keeps its place.
 local function handoff_enqueue(queue, deadlines, owner, wait_ms, channel)
+  assert(channel and channel ~= '', 'handoff: a waiter needs a channel to be told on')
   if redis.call('ZSCORE', queue, owner) then
     return
   end

@@ -449,6 +449,28 @@ func TestHandoffGrantsOnlyToItsReplica(t *testing.T) {
 	}
 }
 
+// A waiter with no channel to be told on is refused, not queued where no
+// grant could reach it.
+func TestHandoffNeedsAChannel(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	for _, name := range []string{"v4", "v7"} {
+		key := "nochannel-" + name
+		g := queuers(rdb, key, 20*time.Second, false)[name]
+		holder, err := g.TryOrQueue(ctx, "holder", waiter(time.Minute, false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := g.TryOrQueue(ctx, "w", handoff.Waiter{Wait: time.Minute}); err == nil || errors.Is(err, lease.ErrTaken) {
+			t.Fatalf("%s: a waiter with no channel: %v, want an error", name, err)
+		}
+		if n := rdb.ZCard(ctx, key+":handoff").Val(); n != 0 {
+			t.Fatalf("%s: %d queued", name, n)
+		}
+		release(t, holder)
+	}
+}
+
 // A grant's message carries the owner and its token; notify's carries the
 // owner alone; anything else is refused.
 func TestParseGrant(t *testing.T) {
