@@ -140,9 +140,16 @@ for _ in 1 2; do
 done
 say "after the switch: $reply"
 
-say "load test from inside the network: v1, v2, v6, redlock, etcd"
+# The load tests run 1000 requests at 50 concurrent, not the load test's
+# default 100: on a slow machine (2026-11-23, serial ceiling 1.9k/s) redlock's
+# polling served 60 holds/s in Compose at c=100, and its unfair tail passed
+# the service's 10 s acquire timeout for 2 of 1000 requests (p99 7.6 s): the
+# polling lesson, not a fault of the stack, which this check is about. Every
+# request must still be served.
+LOAD="-n 1000 -c 50"
+say "load test from inside the network: v1, v2, v6, redlock, etcd ($LOAD)"
 # --no-deps: the stack is up, and `run` must not (re)start a node stopped on purpose.
-out=$(dc run --rm --no-deps loadtest -lock v1,v2,v6,redlock,etcd -json -out /reports/e2e-compose.html)
+out=$(dc run --rm --no-deps loadtest $LOAD -lock v1,v2,v6,redlock,etcd -json -out /reports/e2e-compose.html)
 [ -s reports/e2e-compose.html ] || fail "the load test did not write its report to the mounted ./reports"
 expect "$out" v1 zero
 expect "$out" v2 positive
@@ -152,7 +159,7 @@ expect "$out" etcd zero
 
 say "stopping redis2: redlock keeps a quorum of two"
 dc stop redis2 2>&1 | sed 's/^/  /' >&2
-out=$(dc run --rm --no-deps loadtest -lock redlock,v6 -json)
+out=$(dc run --rm --no-deps loadtest $LOAD -lock redlock,v6 -json)
 stopped redis2 || fail "redis2 was running during the one-node-down run"
 expect "$out" redlock zero
 expect "$out" v6 zero # v6 lives on redis1, which is up
@@ -160,7 +167,7 @@ expect "$out" v6 zero # v6 lives on redis1, which is up
 
 say "stopping etcd2: etcd keeps a quorum of two"
 dc stop etcd2 2>&1 | sed 's/^/  /' >&2
-out=$(dc run --rm --no-deps loadtest -lock etcd -json)
+out=$(dc run --rm --no-deps loadtest $LOAD -lock etcd -json)
 stopped etcd2 || fail "etcd2 was running during the one-member-down run"
 expect "$out" etcd zero
 [ "$(field "$(echo "$out" | grep '"lock":"etcd"')" sold)" -gt 0 ] || fail "etcd sold nothing with one member down"
