@@ -1,0 +1,40 @@
+package redisconn_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/locklab/locklab/internal/redistest"
+)
+
+// Connecting with the service's options draws no error reply from Redis:
+// every error a client meets is one it sees and handles.
+func TestConnectingDrawsNoErrorReply(t *testing.T) {
+	s := redistest.Start(t)
+	c := s.Client()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for range 8 { // several at once: several connections
+		wg.Go(func() {
+			if err := c.Set(ctx, "k", "v", 0).Err(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := c.PoolStats().TotalConns; n < 2 {
+		t.Fatalf("%d connections opened, want several", n)
+	}
+	info, err := c.Info(ctx, "stats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "total_error_replies:"); ok && v != "0" {
+			errs, _ := c.Info(ctx, "errorstats").Result()
+			t.Fatalf("Redis sent %s error replies to a client that only connected and wrote:\n%s", v, errs)
+		}
+	}
+}
