@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -17,10 +19,15 @@ func nginxDir(runDir string) string { return filepath.Join(runDir, "nginx") }
 // configuration, with what stands between each pair of markers (the
 // replicas, one upstream and one route per replica) made for the local
 // replicas, listening on 127.0.0.1:PORT, and with every path (pid, logs,
-// temp files) inside the run directory. Every other rule is kept.
+// temp files) inside the run directory, which it makes. Every other rule is
+// kept.
 func renderNginx(cfg Config, s State) error {
 	src, err := os.ReadFile(filepath.Join(cfg.Root, "deploy", "nginx.conf"))
 	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	dir := nginxDir(cfg.Dir)
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o755); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	// params are the first server line's parameters in the block
@@ -35,7 +42,6 @@ func renderNginx(cfg Config, s State) error {
 			return fmt.Sprintf("        location /replica/%s/ {\n            proxy_pass http://replica-%s/;\n        }\n", r.Name, r.Name)
 		},
 	}
-	dir := nginxDir(cfg.Dir)
 	var b strings.Builder
 	fmt.Fprintf(&b, "pid %s;\nerror_log %s warn;\n", filepath.Join(dir, "nginx.pid"), filepath.Join(dir, "error.log"))
 	block, listens, rendered := "", 0, 0
@@ -72,4 +78,12 @@ func renderNginx(cfg Config, s State) error {
 		return fmt.Errorf("cluster: deploy/nginx.conf: want one 'listen 80;' line and the markers of %d blocks, found %d and %d", len(blocks), listens, rendered)
 	}
 	return os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(b.String()), 0o644)
+}
+
+// checkNginx has nginx test the configuration n runs with (nginx -t).
+func checkNginx(ctx context.Context, n Proc) error {
+	if out, err := exec.CommandContext(ctx, n.Args[0], "-t", "-q", "-p", n.Args[2], "-c", n.Args[4], "-e", n.Log).CombinedOutput(); err != nil {
+		return fmt.Errorf("cluster: nginx -t: %w: %s", err, out)
+	}
+	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -102,9 +101,6 @@ func startNginx(t *testing.T, replicas []string) string {
 	s := Plan(cfg)
 	for i := range s.Replicas {
 		s.Replicas[i].Addr = replicas[i]
-	}
-	if err := os.MkdirAll(filepath.Join(nginxDir(cfg.Dir), "tmp"), 0o755); err != nil {
-		t.Fatal(err)
 	}
 	if err := renderNginx(cfg, s); err != nil {
 		t.Fatal(err)

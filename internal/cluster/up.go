@@ -47,7 +47,7 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 			}
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(nginxDir(cfg.Dir), "tmp"), 0o755); err != nil {
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, err
 	}
 	if err := c.start(ctx, cfg); err != nil {
@@ -180,9 +180,8 @@ func (c *Cluster) start(ctx context.Context, cfg Config) error {
 	if err := renderNginx(cfg, c.State); err != nil {
 		return err
 	}
-	n := c.State.Nginx
-	if out, err := exec.CommandContext(ctx, n.Args[0], "-t", "-q", "-p", n.Args[2], "-c", n.Args[4], "-e", n.Log).CombinedOutput(); err != nil {
-		return fmt.Errorf("cluster: nginx -t: %w: %s", err, out)
+	if err := checkNginx(ctx, c.State.Nginx); err != nil {
+		return err
 	}
 	if err := c.startAll(ctx, []*Proc{&c.State.Nginx}, 10*time.Second); err != nil {
 		return err
