@@ -59,10 +59,9 @@ func Script(body string, plain ...Plain) *redis.Script {
 type Plain struct{ Name, Src string }
 
 // Keys are one lock's hand-off keys, in the order every hand-off script
-// takes them (List), and the channel -wait notify wakes its waiters on.
+// takes them (List).
 type Keys struct {
 	Lock, Queue, Deadlines, Counter string
-	Channel                         string // not a key: notify's PUBLISH channel
 }
 
 // For returns the hand-off keys of lockKey.
@@ -72,7 +71,6 @@ func For(lockKey string) Keys {
 		Queue:     lockKey + ":handoff",
 		Deadlines: lockKey + ":handoff:deadlines",
 		Counter:   fence.CounterKey(lockKey),
-		Channel:   lockKey + ":wake",
 	}
 }
 

@@ -395,7 +395,7 @@ func TestHandoffGrantsOnlyToItsReplica(t *testing.T) {
 			key := "lock-" + name
 			keys := handoff.For(key)
 			a, b := keys.Grants("a"), keys.Grants("b")
-			sub := rdb.Subscribe(ctx, a, b, keys.Channel)
+			sub := rdb.Subscribe(ctx, a, b, retry.WakeChannel(key))
 			defer sub.Close()
 			for range 3 {
 				if _, err := sub.Receive(ctx); err != nil {

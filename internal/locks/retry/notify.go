@@ -55,6 +55,10 @@ type Notifier struct {
 	holders map[string]int
 }
 
+// WakeChannel is the channel -wait notify wakes lockKey's waiters on, every
+// replica's.
+func WakeChannel(lockKey string) string { return lockKey + ":wake" }
+
 // Backstop is how long a waiter waits for its message before it checks its
 // place in the queue anyway.
 const Backstop = time.Second
@@ -85,12 +89,11 @@ func NewNotifier(ctx context.Context, rdb *redis.Client, lockKey string, backsto
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	keys := handoff.For(lockKey)
 	n := &Notifier{
 		lockKey:  lockKey,
 		queue:    lockKey + ":queue",
-		channel:  keys.Channel,
-		grants:   keys.Grants(uuid.NewString()),
+		channel:  WakeChannel(lockKey),
+		grants:   handoff.For(lockKey).Grants(uuid.NewString()),
 		backstop: backstop,
 		rdb:      rdb,
 		log:      log,
