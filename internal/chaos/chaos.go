@@ -27,6 +27,12 @@ type Faults struct {
 	// acknowledge each acquisition (package replicaack), whatever
 	// -replica-ack says.
 	ReplicaAck int
+	// Lease replaces the lock's lease (-ttl) for this request's acquisition,
+	// for the locks that take one per acquisition (redlock's, see
+	// sale.Method.LeaseHook): redlock-restart holds a lock while a node
+	// restarts, which takes milliseconds for a process and seconds for a
+	// container, so it sizes the lease from a restart it measured.
+	Lease time.Duration
 }
 
 type key struct{}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -44,6 +45,9 @@ type Method struct {
 	// Wait is how Lock waits for a taken lock ("poll", "notify", "handoff"; empty
 	// when it does not wait in Redis), for the metrics.
 	Wait string
+	// LeaseHook says that Lock takes its lease per acquisition from the
+	// request's fault hooks when they set one (chaos.Faults.Lease).
+	LeaseHook bool
 }
 
 // Observer is told of every lock acquisition and hold: the metrics.
@@ -111,6 +115,9 @@ type Trace struct {
 	Released  time.Time `json:"released,omitzero"`
 	// NotHeld is set when the release found the lock no longer this owner's.
 	NotHeld bool `json:"not_held,omitempty"`
+	// ReleaseError is why the release failed ("" when it did not): a node
+	// that could not be reached keeps the key until its lease runs out.
+	ReleaseError string `json:"release_error,omitempty"`
 }
 
 // Step is one access to the stock: when, and the value read or written.
@@ -262,6 +269,9 @@ func (s *Service) release(ctx context.Context, l lease.Lease, tr *Trace) error {
 	tr.Releasing = time.Now()
 	err := l.Release(rctx)
 	tr.Released, tr.NotHeld = time.Now(), errors.Is(err, lease.ErrNotHeld)
+	if err != nil {
+		tr.ReleaseError = strings.ReplaceAll(err.Error(), "\n", "; ")
+	}
 	return err
 }
 

@@ -279,4 +279,8 @@ func TestLeaseLostDuringWorkIsReported(t *testing.T) {
 	if !errors.Is(res.ReleaseErr, lease.ErrNotHeld) {
 		t.Fatalf("ReleaseErr = %v, want lease.ErrNotHeld", res.ReleaseErr)
 	}
+	// The history carries it too: the trace says why the release failed.
+	if !res.Trace.NotHeld || res.Trace.ReleaseError != res.ReleaseErr.Error() {
+		t.Fatalf("trace: not_held %t, release_error %q; want true, %q", res.Trace.NotHeld, res.Trace.ReleaseError, res.ReleaseErr)
+	}
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,20 +35,29 @@ const (
 // and B). B crashes and restarts without persistence, forgetting A's key,
 // as C comes back, empty. Sale S, on replica 2, now finds two free
 // nodes of three, B and C, a majority: two holders, while A still holds its
-// lease (Kleppmann's case against Redlock; Redis' documentation agrees). A
-// works for 0.9 x TTL, so it ends within its lease: any overlap is the
-// restart's doing, not an expired lease's.
+// lease (Kleppmann's case against Redlock; Redis' documentation agrees).
 //
-// The fixes: B stays down for 1.5 x TTL before it restarts (delayRestart):
-// S cannot reach a majority until A's key is gone from the stock's node, and
-// by then A has released. Or B persists every write before it answers
-// (fsyncAlways: appendonly, appendfsync always) and comes back with A's key.
+// Nothing in it guesses how long a restart takes (milliseconds for a
+// process, seconds for a container on a busy machine): the cell first times
+// one restart of C, and gives A a lease of TTL + 4 x that restart (the
+// lease= hook). A stops itself right before its write (stop_before_write),
+// holding the lock, until S has answered or, where a fix is to keep S out,
+// until S has been refused twice; only then does A resume, write and
+// release. A's key must still be alive on the stock's node when A resumes:
+// any overlap is then the restart's doing, not an expired lease's, and if
+// the lease did run out first the cell says so instead of an outcome.
+//
+// The fixes: B stays down until A's lease is over (delayRestart: S cannot
+// reach a majority while A's key lives on the stock's node and B is down,
+// and B comes back once A has released). Or B persists every write before
+// it answers (fsyncAlways: appendonly, appendfsync always) and comes back
+// with A's key.
 func redlockRestart(fix restartFix) runFunc {
 	return func(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error) {
 		if len(e.SpareNodes) < 2 {
 			return "", "", errors.New("redlock-restart needs three Redis nodes")
 		}
-		b, c, bRedis := e.SpareNodes[0], e.SpareNodes[1], e.SpareRedis[0]
+		b, c, bRedis, cRedis := e.SpareNodes[0], e.SpareNodes[1], e.SpareRedis[0], e.SpareRedis[1]
 		restartArgs := []string(nil)
 		if fix == fsyncAlways {
 			restartArgs, err = e.persistEveryWrite(ctx, bRedis, b)
@@ -57,67 +66,138 @@ func redlockRestart(fix restartFix) runFunc {
 			}
 			e.mark(b + " persists every write (appendfsync always)")
 		}
+		// This machine's restart, measured: kill C, start it, until it answers.
 		restartC, err := e.kill(c)
 		if err != nil {
 			return "", "", err
 		}
-		// A has read the stock: its acquisition is over, not only its SETs
-		// sent (killing B while A still waits for B's reply would leave A
-		// with one node of three, and no lock).
-		a, werr := e.heldAndRead(ctx, lock, "hold="+(e.TTL*9/10).String())
-		if werr != nil {
-			return "", "", errors.Join(fmt.Errorf("the first sale never held the lock: %w", werr), restartC(ctx))
+		measured, err := timed(ctx, restartC)
+		if err != nil {
+			return "", "", err
 		}
-		took := time.Now()
-		werr = e.waitUntil(ctx, e.TTL/2, func() (bool, error) { // A holds the stock's node and B
-			n1, err1 := e.Redis.Exists(ctx, e.LockKey).Result()
-			n2, err2 := bRedis.Exists(ctx, e.LockKey).Result()
-			return n1 == 1 && n2 == 1, errors.Join(err1, err2)
-		})
-		var restartB func(context.Context) error
-		if werr == nil {
-			restartB, werr = e.Procs.KillWith(b, restartArgs...)
+		e.mark(fmt.Sprintf("%s restarted in %s (timed)", c, measured.Round(time.Millisecond)))
+		aLease := (e.TTL + 4*measured).Round(time.Millisecond)
+		if restartC, err = e.kill(c); err != nil {
+			return "", "", err
 		}
-		if werr != nil {
-			<-a
-			return "", "", errors.Join(fmt.Errorf("the first sale never held two of three nodes: %w", werr), restartC(ctx))
+		upC := once(restartC)
+		defer func() { err = errors.Join(err, upC(ctx)) }() // whatever happens, the nodes come back
+
+		a := e.sellAt(ctx, e.Replicas[0].URL, lock, "lease="+aLease.String()+"&stop_before_write=1")
+		thaw := e.thaw(e.Replicas[0].Name) // it stops itself
+		defer func() { err = errors.Join(err, thaw()) }()
+		if werr := e.waitUntil(ctx, 10*time.Second, func() (bool, error) { return e.Procs.Stopped(e.Replicas[0].Name) }); werr != nil {
+			return "", "", fmt.Errorf("the first sale never stopped before its write, holding the lock: %w", werr)
+		}
+		e.mark(fmt.Sprintf("%s stopped before its write, holding the lock (lease %s)", e.Replicas[0].Name, aLease))
+		n1, err1 := e.Redis.Exists(ctx, e.LockKey).Result()
+		n2, err2 := bRedis.Exists(ctx, e.LockKey).Result()
+		if err := errors.Join(err1, err2); err != nil {
+			return "", "", err
+		}
+		if n1 != 1 || n2 != 1 {
+			return "", "", fmt.Errorf("the first sale holds the lock but not on the stock's node and %s (%d, %d)", b, n1, n2)
+		}
+		restartB, err := e.Procs.KillWith(b, restartArgs...)
+		if err != nil {
+			return "", "", err
 		}
 		e.mark(b + " killed")
-		// C and B come back at once: the whole sequence fits in A's hold
-		// (0.9 x TTL; the detail says when the second sale went), also
-		// where a restart takes half a second (a container).
-		cBack := make(chan error, 1)
-		go func() { cBack <- restartC(ctx) }()
-		var s <-chan reply
+		upB := once(restartB)
+		defer func() { err = errors.Join(err, upB(ctx)) }()
+		var took string
 		switch fix {
-		case delayRestart:
-			// The second sale comes in while B is down; B comes back once the
-			// lease has passed (the fix is that delay, not a wait for state).
-			err = <-cBack
-			s = e.sellAt(ctx, e.Replicas[1].URL, lock, "")
-			select {
-			case <-ctx.Done():
-			case <-time.After(e.TTL * 3 / 2):
+		case delayRestart: // B stays down; C comes back
+			d, err := timed(ctx, upC)
+			if err != nil {
+				return "", "", err
 			}
-			err = errors.Join(err, restartB(ctx))
-			e.mark(b + " restarted after 1.5 x TTL")
+			e.mark(c + " restarted")
+			took = fmt.Sprintf("%s restarted in %s, %s still down", c, d.Round(time.Millisecond), b)
 		default:
-			err = errors.Join(restartB(ctx), <-cBack)
+			dC := make(chan error, 1)
+			var tC time.Duration
+			go func() {
+				var err error
+				tC, err = timed(ctx, upC)
+				dC <- err
+			}()
+			tB, err := timed(ctx, upB)
+			if err := errors.Join(err, <-dC); err != nil {
+				return "", "", err
+			}
 			e.mark(b + " and " + c + " restarted")
-			s = e.sellAt(ctx, e.Replicas[1].URL, lock, "")
+			took = fmt.Sprintf("%s and %s restarted in %s and %s", b, c, tB.Round(time.Millisecond), tC.Round(time.Millisecond))
 		}
-		sent := time.Since(took)
-		ra, rs := <-a, <-s
-		if err := errors.Join(err, ra.err, rs.err); err != nil {
+		// C came back empty: every SET it has served since is one of S's
+		// attempts (A never held C, and replica 1 is stopped).
+		s := e.sellAt(ctx, e.Replicas[1].URL, lock, "")
+		var rs reply
+		answered := false
+		if werr := e.waitUntil(ctx, time.Minute, func() (bool, error) {
+			select {
+			case rs = <-s:
+				answered = true
+				return true, nil
+			default:
+			}
+			if fix == noFix { // S gets its whole acquire deadline
+				return false, nil
+			}
+			sets, err := calls(ctx, cRedis, "set")
+			return sets >= 3, err // refused twice, trying a third time
+		}); werr != nil {
+			return "", "", fmt.Errorf("the second sale neither answered nor tried three times: %w", werr)
+		}
+		left, err := e.Redis.PTTL(ctx, e.LockKey).Result()
+		if err != nil {
+			return "", "", err
+		}
+		e.mark(e.Replicas[0].Name + " resumed")
+		if err := thaw(); err != nil {
+			return "", "", err
+		}
+		ra := <-a
+		if !answered {
+			rs = <-s
+		}
+		if fix == delayRestart { // A's lease is over: it released, or S could not have sold
+			if err := upB(ctx); err != nil {
+				return "", "", err
+			}
+			e.mark(b + " restarted, the first sale's lease over")
+		}
+		if err := errors.Join(ra.err, rs.err); err != nil {
 			return "", "", err
 		}
 		_, detail, err = e.oversold(ctx, before, ra, rs)
-		detail += fmt.Sprintf(", the second sale sent %s after the first, answered in %s", sent.Round(time.Millisecond),
-			rs.elapsed.Round(time.Millisecond))
-		if ra.warning != "" {
-			detail += ", the first sale: " + strings.ReplaceAll(ra.warning, "\n", "; ")
+		detail += fmt.Sprintf(", %s's restart timed at %s, so the first sale's lease was %s; %s; the second sale answered in %s",
+			c, measured.Round(time.Millisecond), aLease, took, rs.elapsed.Round(time.Millisecond))
+		if left <= 0 {
+			// The overlap, if any, would be an expired lease's: this cell
+			// shows nothing about restarts then.
+			return "the first sale's lease ran out first", detail + ", the first sale's key gone from the stock's node before it resumed", err
 		}
-		return byHistory, detail, err
+		// A's release, which finds its key on the stock's node only, is in
+		// the history (Run adds every failed release to the detail).
+		return byHistory, detail + fmt.Sprintf(", %s of the first sale's lease left when it resumed", left.Round(time.Millisecond)), err
+	}
+}
+
+// timed runs f and says how long it took.
+func timed(ctx context.Context, f func(context.Context) error) (time.Duration, error) {
+	start := time.Now()
+	err := f(ctx)
+	return time.Since(start), err
+}
+
+// once is f run at most once: later calls return the first's error.
+func once(f func(context.Context) error) func(context.Context) error {
+	var o sync.Once
+	var err error
+	return func(ctx context.Context) error {
+		o.Do(func() { err = f(ctx) })
+		return err
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/checker"
 	"github.com/locklab/locklab/internal/history"
+	"github.com/redis/go-redis/v9"
 )
 
 // Outcomes, as the tables print them.
@@ -183,6 +184,11 @@ func (s Scenario) Run(ctx context.Context, e Env, lock string) (Cell, error) {
 		c.Observed = historyOutcome(v.TwoHolders)
 	}
 	c.Detail += fmt.Sprintf("; history: %d two holders, %d lost updates", c.TwoHolders, c.LostUpdates)
+	for _, s := range sales {
+		if s.ReleaseError != "" { // its key stays where the release did not reach, until its lease ends
+			c.Detail += fmt.Sprintf(", %s's release failed (%s)", s.Replica, s.ReleaseError)
+		}
+	}
 	c.Evidence = agrees(c.Observed, v)
 	return c, nil
 }
@@ -595,13 +601,19 @@ func (e Env) thaw(name string) func() error {
 
 // getCalls is how many GETs the stock's node has served.
 func (e Env) getCalls(ctx context.Context) (int64, error) {
-	info, err := e.Redis.Info(ctx, "commandstats").Result()
+	return calls(ctx, e.Redis, "get")
+}
+
+// calls is how many times node has served the command cmd (lower case)
+// since it started.
+func calls(ctx context.Context, node *redis.Client, cmd string) (int64, error) {
+	info, err := node.Info(ctx, "commandstats").Result()
 	if err != nil {
 		return 0, err
 	}
-	stat := infoField(info, "cmdstat_get")
+	stat := infoField(info, "cmdstat_"+cmd)
 	if stat == "" {
-		return 0, nil // no GET served yet
+		return 0, nil // none served yet
 	}
 	var n int64
 	_, err = fmt.Sscanf(stat, "calls=%d", &n)

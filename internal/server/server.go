@@ -241,6 +241,9 @@ func (h *handlers) choose(r *http.Request) (context.Context, sale.Method, *reque
 	if fence != nil && *fence && m.Fence == "" {
 		return nil, sale.Method{}, &requestError{api.CodeBadRequest, fmt.Sprintf("lock %s cannot hand out fencing tokens", m.Name)}
 	}
+	if f.Lease > 0 && !m.LeaseHook {
+		return nil, sale.Method{}, &requestError{api.CodeBadRequest, fmt.Sprintf("lock %s takes no lease per request (lease= is for redlock)", m.Name)}
+	}
 	m.Nested = m.Nested || nested
 	return chaos.With(r.Context(), f), m, nil
 }
@@ -302,8 +305,9 @@ func (h *handlers) record(m sale.Method, outcome string) {
 // business time), release_pause=DURATION (a pause at the release's last moment
 // before it deletes the lock), nested=1 (take the lock twice) and fence=1|0
 // (fencing on or off for this sale, whatever -fence says; nil when not
-// asked). They need -chaos and the admin token; a request without them is
-// untouched.
+// asked), stop_before_write=1, replica_ack=N and lease=DURATION (this
+// acquisition's lease, for the locks that take one per acquisition). They
+// need -chaos and the admin token; a request without them is untouched.
 func (h *handlers) faults(r *http.Request, q url.Values) (f chaos.Faults, nested bool, fence *bool, rerr *requestError) {
 	duration := func(v string, limit time.Duration) (time.Duration, bool) {
 		d, err := time.ParseDuration(v)
@@ -333,6 +337,7 @@ func (h *handlers) faults(r *http.Request, q url.Values) (f chaos.Faults, nested
 			f.ReplicaAck = n
 			return err == nil && n >= 0 && n <= 5
 		}},
+		{"lease", "a duration in (0, " + maxLease.String() + "]", func(v string) (ok bool) { f.Lease, ok = duration(v, maxLease); return ok }},
 		{"fence", "1 or 0", func(v string) bool {
 			b, ok := boolean(v)
 			fence = &b
@@ -343,7 +348,7 @@ func (h *handlers) faults(r *http.Request, q url.Values) (f chaos.Faults, nested
 		return f, false, nil, nil
 	}
 	if !h.Chaos {
-		return f, false, nil, &requestError{api.CodeChaosDisabled, "fault hooks (hold, release_pause, nested, fence, stop_before_write, replica_ack) need the service started with -chaos"}
+		return f, false, nil, &requestError{api.CodeChaosDisabled, "fault hooks (hold, release_pause, nested, fence, stop_before_write, replica_ack, lease) need the service started with -chaos"}
 	}
 	if !h.authorized(r) {
 		return f, false, nil, &requestError{api.CodeUnauthorized, "fault hooks need the admin token: send Authorization: Bearer <token>"}
@@ -373,9 +378,13 @@ type requestError struct {
 // A release pause must end before the release's own timeout
 // (sale.ReleaseTimeout), or it would be that timeout, not the pause, that the
 // scenario shows.
+//
+// A lease= holds the lock against every other sale for that long, or until
+// its holder releases it.
 const (
 	MaxHold  = 5 * time.Second
 	maxPause = sale.ReleaseTimeout - time.Second
+	maxLease = 2 * time.Minute
 )
 
 // codes maps each error of the sale to its code (api.Status gives the HTTP

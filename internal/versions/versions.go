@@ -186,6 +186,9 @@ func Build(d Deps, v Variant) map[string]sale.Method {
 		"etcd":    {Name: "etcd", Lock: d.etcd(key, ttl, fence), Fence: domain("etcd"), Wait: "watch"},
 		"atomic":  {Name: "atomic", Atomic: true},
 	}
+	rl := methods["redlock"]
+	rl.LeaseHook = true // redsync takes the lease per mutex, so per acquisition
+	methods["redlock"] = rl
 	for _, name := range []string{"v7", "v8"} { // the tutorial's v7 /sale takes the lock twice
 		m := methods[name]
 		m.Nested = true

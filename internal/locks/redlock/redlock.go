@@ -22,6 +22,7 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/fence"
 	"github.com/redis/go-redis/v9"
@@ -86,8 +87,12 @@ func New(nodes []redis.UniversalClient, opts Options) *Locker {
 // frozen after it has its token (a GC pause mid-sale, the pause-holder case) is
 // refused once any later holder has written.
 func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, error) {
+	ttl := l.opts.TTL
+	if d := chaos.From(ctx).Lease; d > 0 {
+		ttl = d // this request's lease (a fault hook: -chaos and the admin token)
+	}
 	m := l.rs.NewMutex(l.opts.Key,
-		redsync.WithExpiry(l.opts.TTL),
+		redsync.WithExpiry(ttl),
 		redsync.WithGenValueFunc(func() (string, error) { return owner, nil }),
 	)
 	if err := m.TryLockContext(ctx); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/fence"
 	"github.com/locklab/locklab/internal/locks/redlock"
@@ -151,5 +152,33 @@ func TestFencingTokensCanRepeat(t *testing.T) {
 	defer second.Release(ctx)
 	if first.Token() != 6 || second.Token() != 6 {
 		t.Fatalf("tokens %d then %d; want 6 twice: two holders, one number", first.Token(), second.Token())
+	}
+}
+
+// A request's lease (the lease= fault hook) replaces the Locker's on every
+// node, for that acquisition only.
+func TestLeasePerRequest(t *testing.T) {
+	nodes := cluster(t)
+	g := guard(nodes, redlock.Options{TTL: time.Second})
+	ctx := context.Background()
+	for _, c := range []struct {
+		ctx      context.Context
+		min, max time.Duration
+	}{
+		{chaos.With(ctx, chaos.Faults{Lease: time.Minute}), 50 * time.Second, time.Minute},
+		{ctx, 0, time.Second},
+	} {
+		l, err := g.TryAcquire(c.ctx, "A")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, n := range nodes {
+			if ttl := n.Client().PTTL(ctx, "lock").Val(); ttl <= c.min || ttl > c.max {
+				t.Errorf("node %d: PTTL %s, want in (%s, %s]", i, ttl, c.min, c.max)
+			}
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
