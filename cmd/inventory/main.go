@@ -182,7 +182,7 @@ func (c config) variants() []versions.Variant {
 
 // handler builds the versions, the sale service and the HTTP routes.
 func handler(cfg config, deps versions.Deps, rdb *redis.Client, mx *metrics.Metrics, log *slog.Logger) http.Handler {
-	svc := sale.New(rdb, sale.Options{Key: cfg.Key, Work: cfg.Work, AcquireTimeout: cfg.AcquireTimeout, Observer: mx})
+	svc := sale.New(rdb, sale.Options{Key: cfg.Key, Work: cfg.Work, AcquireTimeout: cfg.AcquireTimeout, ReplicaAck: cfg.ReplicaAck, Observer: mx})
 	ready := func(ctx context.Context) error {
 		if err := rdb.Ping(ctx).Err(); err != nil {
 			return fmt.Errorf("redis %s: %w", cfg.Redis, err)

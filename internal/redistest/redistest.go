@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -56,6 +57,27 @@ func Start(tb testing.TB) *Server {
 	}
 	tb.Cleanup(s.Stop)
 	return s
+}
+
+// StartReplica starts a redis-server that replicates primary
+// (asynchronously, as Redis does) and waits until its link is up.
+func StartReplica(tb testing.TB, primary *Server) *Server {
+	tb.Helper()
+	r := Start(tb)
+	ctx := context.Background()
+	if err := r.Client().ReplicaOf(ctx, "127.0.0.1", strconv.Itoa(primary.port)).Err(); err != nil {
+		tb.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		info, err := r.Client().Info(ctx, "replication").Result()
+		if err == nil && strings.Contains(info, "master_link_status:up") {
+			return r
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("the replica of %s never linked up: %v", primary.Addr, err)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the observable state
+	}
 }
 
 // Client returns a client for s with the service's options, closed when the

@@ -18,6 +18,7 @@ import (
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
+	"github.com/locklab/locklab/internal/locks/replicaack"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/petermattis/goid"
 	"github.com/redis/go-redis/v9"
@@ -129,6 +130,7 @@ type Step struct {
 // Client is the part of a Redis client the sale uses.
 type Client interface {
 	redis.Scripter
+	replicaack.Pipeliner
 	Get(ctx context.Context, key string) *redis.StringCmd
 	Set(ctx context.Context, key string, value any, expiration time.Duration) *redis.StatusCmd
 }
@@ -144,6 +146,7 @@ type Service struct {
 	work           time.Duration
 	acquireTimeout time.Duration
 	releaseTimeout time.Duration
+	replicaAck     int
 	observer       Observer
 }
 
@@ -157,6 +160,12 @@ type Options struct {
 	AcquireTimeout time.Duration
 	// Observer, when set, is told of every acquisition and hold.
 	Observer Observer
+	// ReplicaAck is how many replicas of the stock's node must acknowledge
+	// a sale's write before it is reported sold (0: none, Redis's
+	// asynchronous replication; the request's replica_ack hook may ask for
+	// more). A sale whose write is not acknowledged in time is
+	// ErrIndeterminate: a failover could lose it, so it is never a 200.
+	ReplicaAck int
 }
 
 // New returns a Service over rdb, the stock's Redis. Zero options are the
@@ -175,6 +184,7 @@ func New(rdb Client, opts Options) *Service {
 		work:           opts.Work,
 		acquireTimeout: opts.AcquireTimeout,
 		releaseTimeout: ReleaseTimeout,
+		replicaAck:     opts.ReplicaAck,
 		observer:       opts.Observer,
 	}
 }
@@ -337,6 +347,9 @@ func (s *Service) readCheckWrite(ctx context.Context, l lease.Lease, f *fencing,
 		return Result{}, err
 	}
 	tr.Written = Step{At: time.Now(), Value: n - 1}
+	if err := s.replicated(ctx); err != nil {
+		return Result{}, err
+	}
 	return Result{Remaining: n - 1}, nil
 }
 
@@ -412,7 +425,31 @@ func (s *Service) sellAtomic(ctx context.Context, tr *Trace) (Result, error) {
 	case n == -1:
 		return Result{}, ErrSoldOut
 	}
+	if err := s.replicated(ctx); err != nil {
+		return Result{}, err
+	}
 	return Result{Remaining: n}, nil
+}
+
+// replicated waits, when asked (Options.ReplicaAck or the request's
+// replica_ack hook), until enough replicas of the stock's node have
+// acknowledged the sale's write: short of them, or with the wait's reply
+// lost, the sale is ErrIndeterminate. The write stands on the primary, but
+// a failover to a replica that missed it would lose it (seed 004's problem
+// 4, for the stock rather than the lock).
+func (s *Service) replicated(ctx context.Context) error {
+	n := max(s.replicaAck, chaos.From(ctx).ReplicaAck)
+	if n == 0 {
+		return nil
+	}
+	got, err := replicaack.Wait(ctx, s.rdb, s.key+":ack", n, replicaack.DefaultTimeout)
+	if err != nil {
+		return fmt.Errorf("sale: waiting for the stock write's replication: %w: %w", ErrIndeterminate, err)
+	}
+	if got < n {
+		return fmt.Errorf("sale: the stock write reached %d of %d replicas within %s: %w", got, n, replicaack.DefaultTimeout, ErrIndeterminate)
+	}
+	return nil
 }
 
 // Stock reads the stock. A missing key is ErrStockMissing, never zero.

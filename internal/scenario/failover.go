@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
+	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/cluster"
 )
 
@@ -46,22 +48,16 @@ func failover(ack bool) runFunc {
 		} else if a, err = e.heldAndRead(ctx, lock, hooks); err != nil {
 			return "", "", err
 		}
-		restartPrimary, err := e.Procs.Kill(e.StockNode)
+		failBack, err := e.promote(ctx, heal)
+		if failBack != nil {
+			defer func() { err = errors.Join(err, failBack()) }()
+		}
 		if err != nil {
 			if a != nil {
 				<-a
 			}
 			return "", "", err
 		}
-		e.mark(e.StockNode + " (primary) killed")
-		defer func() { err = errors.Join(err, e.failBack(ctx, restartPrimary)) }()
-		if err := errors.Join(e.StandbyRedis.SlaveOf(ctx, "no", "one").Err(), e.repoint(e.StandbyAddr), heal()); err != nil {
-			if a != nil {
-				<-a
-			}
-			return "", "", fmt.Errorf("failover: %w", err)
-		}
-		e.mark(e.Standby + " promoted; the lock's node is now " + e.Standby)
 		rb := <-e.sellAt(ctx, e.Replicas[1].URL, lock, "")
 		if a != nil {
 			ra = <-a
@@ -76,6 +72,96 @@ func failover(ack bool) runFunc {
 		detail = fmt.Sprintf("replies %d %s, %d; stock %d -> %d on the promoted standby", ra.status, ra.code, rb.status, before, after)
 		return byHistory, detail, nil
 	}
+}
+
+// failoverWrite (seed 004's problem 4, for the stock instead of the lock):
+// the stock's node has its standby in sync. Sale A, on replica 1, takes the
+// lock, reads the stock and stops itself right before its write; the
+// standby's replication link stalls; A resumes and writes (atomic, which has
+// no lock and no such moment, sells once the link has stalled). Once A has
+// answered the primary is killed and the standby promoted. Without an
+// acknowledgement A answered 200 for a write the standby never got: a
+// confirmed sale lost. With replica_ack=1 (-replica-ack 1) the write waits for
+// the standby's acknowledgement, does not get it within 500 ms, and A
+// answers 503 indeterminate: no 200 is missing from the promoted stock.
+func failoverWrite(ack bool) runFunc {
+	return func(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error) {
+		if e.StandbyRedis == nil || e.Faults == nil {
+			return "", "", errors.New("failover-write needs the standby and the fault proxies: a cluster started with FAULTS=1")
+		}
+		if err := e.standbyInSync(ctx); err != nil {
+			return "", "", err
+		}
+		hooks := ""
+		if ack {
+			hooks = "replica_ack=1"
+		}
+		var a <-chan reply
+		var heal func() error
+		if lock == "atomic" {
+			if heal, err = e.cut(e.Standby, e.StockNode); err != nil {
+				return "", "", err
+			}
+			defer func() { err = errors.Join(err, heal()) }()
+			a = e.sellAt(ctx, e.Replicas[0].URL, lock, hooks)
+		} else {
+			a = e.sellAt(ctx, e.Replicas[0].URL, lock, hooks+"&stop_before_write=1")
+			thaw := e.thaw(e.Replicas[0].Name)
+			defer func() { err = errors.Join(err, thaw()) }()
+			if err := e.waitUntil(ctx, 10*time.Second, func() (bool, error) { return e.Procs.Stopped(e.Replicas[0].Name) }); err != nil {
+				return "", "", fmt.Errorf("the sale never stopped before its write: %w", err)
+			}
+			e.mark(e.Replicas[0].Name + " stopped before its write")
+			if heal, err = e.cut(e.Standby, e.StockNode); err != nil {
+				return "", "", err
+			}
+			defer func() { err = errors.Join(err, heal()) }()
+			e.mark(e.Replicas[0].Name + " resumed")
+			if err := thaw(); err != nil {
+				return "", "", err
+			}
+		}
+		ra := <-a
+		if ra.err != nil {
+			return "", "", ra.err
+		}
+		failBack, err := e.promote(ctx, heal)
+		if failBack != nil {
+			defer func() { err = errors.Join(err, failBack()) }()
+		}
+		if err != nil {
+			return "", "", err
+		}
+		after, err := e.StandbyRedis.Get(ctx, e.StockKey).Int64()
+		if err != nil {
+			return "", "", err
+		}
+		sold := map[bool]int64{true: 1}[ra.outcome == api.Sold]
+		detail = fmt.Sprintf("reply %s; stock %d -> %d on the promoted standby", strings.TrimSpace(fmt.Sprint(ra.status, " ", ra.code)), before, after)
+		if sold > before-after {
+			return ConfirmedLost, detail, nil
+		}
+		return NoConfirmedLost, detail, nil
+	}
+}
+
+// promote fails the stock's node over: the primary killed, the standby
+// promoted (REPLICAOF NO ONE, what Sentinel would do), both replicas' way to
+// the node led to it (the fault proxies re-pointed, as a virtual address
+// would move) and the replication link healed. failBack, non-nil once the
+// primary was killed, undoes it all, whatever else failed.
+func (e Env) promote(ctx context.Context, heal func() error) (failBack func() error, err error) {
+	restartPrimary, err := e.Procs.Kill(e.StockNode)
+	if err != nil {
+		return nil, err
+	}
+	e.mark(e.StockNode + " (primary) killed")
+	failBack = func() error { return e.failBack(ctx, restartPrimary) }
+	if err := errors.Join(e.StandbyRedis.SlaveOf(ctx, "no", "one").Err(), e.repoint(e.StandbyAddr), heal()); err != nil {
+		return failBack, fmt.Errorf("failover: %w", err)
+	}
+	e.mark(e.Standby + " promoted; the stock's and the lock's node is now " + e.Standby)
+	return failBack, nil
 }
 
 // standbyInSync waits until the standby has replicated everything the

@@ -41,6 +41,8 @@ const (
 	KeepsSelling     = "keeps selling, no oversell"
 	StopsBeforeWrite = "stops before its write, no oversell"
 	Resumes          = "resumes after the lease, no oversell"
+	ConfirmedLost    = "a confirmed sale lost"
+	NoConfirmedLost  = "no confirmed sale lost"
 )
 
 // Scenario is one fault and what each version is expected to do under it.
@@ -118,6 +120,8 @@ var All = bind(catalogue, map[string]runFunc{
 	"clock-jump+fence":       clockJump(true),
 	"failover":               failover(false),
 	"failover+ack":           failover(true),
+	"failover-write":         failoverWrite(false),
+	"failover-write+ack":     failoverWrite(true),
 	"redlock-restart":        redlockRestart(noFix),
 	"redlock-restart+delay":  redlockRestart(delayRestart),
 	"redlock-restart+fsync":  redlockRestart(fsyncAlways),

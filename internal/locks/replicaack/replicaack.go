@@ -78,16 +78,29 @@ func (a *Acked) Acquire(ctx context.Context, owner string) (lease.Lease, error) 
 
 // wait writes the scratch key and WAITs, both on one connection.
 func (a *Acked) wait(ctx context.Context, n int) (int, error) {
+	return Wait(ctx, a.rdb, a.key, n, a.timeout)
+}
+
+// Pipeliner is the part of a Redis client Wait uses.
+type Pipeliner interface {
+	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
+}
+
+// Wait waits until n replicas have acknowledged every write whose reply
+// the caller has already read, for at most timeout, and returns how many
+// did. It writes key (a scratch counter) and sends WAIT pipelined on one
+// connection: WAIT counts that connection's writes, and the scratch write
+// comes after the caller's on the node.
+func Wait(ctx context.Context, rdb Pipeliner, key string, n int, timeout time.Duration) (int, error) {
 	ctx = context.WithoutCancel(ctx) // a holder's step: its outcome must be known
 	var wait *redis.Cmd
-	_, err := a.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Incr(ctx, a.key)
-		wait = p.Do(ctx, "wait", n, a.timeout.Milliseconds())
+	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Incr(ctx, key)
+		wait = p.Do(ctx, "wait", n, timeout.Milliseconds())
 		return nil
 	})
 	if err != nil {
 		return 0, err
 	}
-	got, err := wait.Int()
-	return got, err
+	return wait.Int()
 }

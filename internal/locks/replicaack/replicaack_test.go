@@ -20,16 +20,9 @@ import (
 // with no acknowledgement asked for, nothing waits.
 func TestAcknowledged(t *testing.T) {
 	ctx := context.Background()
-	primary, replica := redistest.Start(t), redistest.Start(t)
+	primary := redistest.Start(t)
+	replica := redistest.StartReplica(t, primary)
 	rdb := primary.Client()
-	_, port, _ := strings.Cut(primary.Addr, ":")
-	if err := replica.Client().ReplicaOf(ctx, "127.0.0.1", port).Err(); err != nil {
-		t.Fatal(err)
-	}
-	locktest.WaitFor(t, 10*time.Second, "the replica in sync", func() bool {
-		info := replica.Client().Info(ctx, "replication").Val()
-		return strings.Contains(info, "master_link_status:up")
-	})
 	l := replicaack.Wrap(locktest.Poll(lua.New(rdb, lua.Options{Key: "lock", TTL: 10 * time.Second})), rdb, "lock:ack", 1)
 
 	held, err := l.Acquire(ctx, "a")
