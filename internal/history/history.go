@@ -16,6 +16,10 @@ import (
 // Sale is one sale as the replica saw it: the request, and the sale's own
 // trace (owner, token, and the time of each step).
 type Sale struct {
+	// Seq numbers the replica's records in the order they were kept, from
+	// 1: a reader that follows a run live asks for those after the last it
+	// has (GET /history?after=SEQ).
+	Seq        uint64    `json:"seq"`
 	ID         string    `json:"id"` // the request id (X-Request-Id, or made up)
 	Replica    string    `json:"replica"`
 	Lock       string    `json:"lock"`
@@ -59,6 +63,8 @@ type Reply struct {
 	// larger -history is needed for a run this long.
 	Truncated bool   `json:"truncated"`
 	Sales     []Sale `json:"sales"`
+	// Last is the highest Seq the replica has kept so far (0: none).
+	Last uint64 `json:"last"`
 }
 
 // Ring keeps the last size sales, safe for concurrent use.
@@ -67,6 +73,7 @@ type Ring struct {
 	sales []Sale
 	next  int
 	full  bool
+	seq   uint64 // the last Seq handed out
 }
 
 // NewRing returns a ring of size sales (at least 1).
@@ -76,6 +83,8 @@ func NewRing(size int) *Ring { return &Ring{sales: make([]Sale, max(size, 1))} }
 func (r *Ring) Add(s Sale) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.seq++
+	s.Seq = r.seq
 	r.sales[r.next] = s
 	r.next = (r.next + 1) % len(r.sales)
 	r.full = r.full || r.next == 0
@@ -101,4 +110,31 @@ func (r *Ring) Since(t time.Time) (sales []Sale, truncated bool) {
 	// came between t and it is gone.
 	truncated = r.full && n > 0 && r.sales[first].Start.After(t)
 	return sales, truncated
+}
+
+// After returns the sales kept after the one numbered seq, oldest first (at
+// most limit of them, limit > 0), whether the ring had already dropped some
+// of them, and the last Seq handed out.
+func (r *Ring) After(seq uint64, limit int) (sales []Sale, truncated bool, last uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, first := r.next, 0
+	if r.full {
+		n, first = len(r.sales), r.next
+	}
+	oldest := r.seq - uint64(n) + 1 // the first kept Seq
+	if seq+1 < oldest {
+		truncated, seq = true, oldest-1
+	}
+	for i := int(seq + 1 - oldest); i < n && len(sales) < limit; i++ {
+		sales = append(sales, r.sales[(first+i)%len(r.sales)])
+	}
+	return sales, truncated, r.seq
+}
+
+// Last is the last Seq handed out (0: nothing kept yet).
+func (r *Ring) Last() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seq
 }

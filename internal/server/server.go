@@ -262,28 +262,50 @@ func (h *handlers) remember(r *http.Request, m sale.Method, start time.Time, tr 
 }
 
 // history serves the sales recorded since ?since= (RFC 3339, nanoseconds
-// allowed; default: all kept).
+// allowed; default: all kept) or, with ?after=SEQ, the next at most
+// ?limit= (default and most: maxHistoryPage) kept after the one numbered SEQ:
+// how the lab follows a run live without reading it all again.
 func (h *handlers) history(w http.ResponseWriter, r *http.Request) {
 	if h.History == nil {
 		writeError(w, api.CodeNotFound, "no history is kept: start the service with -history N (N > 0)")
 		return
 	}
-	var since time.Time
-	if v := r.URL.Query().Get("since"); v != "" {
-		var err error
-		if since, err = time.Parse(time.RFC3339Nano, v); err != nil {
-			writeError(w, api.CodeBadRequest, fmt.Sprintf("since=%q: want an RFC 3339 time", v))
+	q := r.URL.Query()
+	var sales []history.Sale
+	var truncated bool
+	last := h.History.Last()
+	if q.Has("after") {
+		after, err := strconv.ParseUint(q.Get("after"), 10, 64)
+		limit := maxHistoryPage
+		if err == nil && q.Has("limit") {
+			limit, err = strconv.Atoi(q.Get("limit"))
+			if err == nil && (limit < 1 || limit > maxHistoryPage) {
+				err = fmt.Errorf("want 1-%d", maxHistoryPage)
+			}
+		}
+		if err != nil {
+			writeError(w, api.CodeBadRequest, fmt.Sprintf("after=%q limit=%q: want a record number >= 0 and a page of 1-%d", q.Get("after"), q.Get("limit"), maxHistoryPage))
 			return
 		}
+		sales, truncated, last = h.History.After(after, limit)
+	} else {
+		var since time.Time
+		if v := q.Get("since"); v != "" {
+			var err error
+			if since, err = time.Parse(time.RFC3339Nano, v); err != nil {
+				writeError(w, api.CodeBadRequest, fmt.Sprintf("since=%q: want an RFC 3339 time", v))
+				return
+			}
+		}
+		sales, truncated = h.History.Since(since)
 	}
-	sales, truncated := h.History.Since(since)
 	// Streamed, one sale at a time: the whole reply built in memory first
 	// raised the replicas' peak memory by megabytes per thousand sales.
 	replica, _ := json.Marshal(h.Replica)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, `{"replica":%s,"truncated":%t,"sales":[`, replica, truncated) // history.Reply's shape
+	fmt.Fprintf(bw, `{"replica":%s,"truncated":%t,"last":%d,"sales":[`, replica, truncated, last) // history.Reply's shape
 	for i, s := range sales {
 		if i > 0 {
 			bw.WriteByte(',')
@@ -294,6 +316,9 @@ func (h *handlers) history(w http.ResponseWriter, r *http.Request) {
 	bw.WriteString("]}\n")
 	_ = bw.Flush() // the client may be gone; nothing to do then
 }
+
+// maxHistoryPage bounds one ?after= reply.
+const maxHistoryPage = 5000
 
 func (h *handlers) record(m sale.Method, outcome string) {
 	if h.Recorder != nil {

@@ -341,4 +341,14 @@ func TestHistory(t *testing.T) {
 		t.Fatalf("since an hour ahead: %d sales", len(got))
 	}
 	s.expect(t, s.do(t, "GET", "/history?since=yesterday", "", "Authorization", "Bearer t"), 400, map[string]any{"code": "bad_request"})
+
+	// Followed live: what came after a record number, a page at a time.
+	s.expect(t, s.do(t, "GET", "/history?after=0&limit=1", "", "Authorization", "Bearer t"), 200, map[string]any{"last": 2.0})
+	r = s.do(t, "GET", "/history?after=1", "", "Authorization", "Bearer t")
+	if got := r.body["sales"].([]any); len(got) != 1 || got[0].(map[string]any)["id"] != "run-2" || got[0].(map[string]any)["seq"] != 2.0 {
+		t.Fatalf("after 1: %v; want run-2 (seq 2)", got)
+	}
+	for _, q := range []string{"after=-1", "after=x", "after=0&limit=0", "after=0&limit=5001"} {
+		s.expect(t, s.do(t, "GET", "/history?"+q, "", "Authorization", "Bearer t"), 400, map[string]any{"code": "bad_request"})
+	}
 }
