@@ -2,7 +2,11 @@
 # With a registry: docker compose builds these targets. Without one (air-gapped
 # hosts, blocked registries): deploy/offline/build-images.sh builds the same
 # binaries with the local Go toolchain and uses deploy/offline/Dockerfile.
-FROM golang:1.26 AS build
+# Pinned by digest like every image here (the digest is what is pulled; the
+# tag says what it is): the official golang:1.26.8 image index (Debian trixie,
+# every platform), as docker-library/repo-info records it at commit
+# e243c7edb883107b26904e1bfd094b120b43b9a8 (repos/golang/remote/1.26.8.md).
+FROM golang:1.26.8@sha256:ec0383e177f24920f5498de7d96d1cd81ada095b430dda72f8b863b99a485ff6 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 COPY cmd ./cmd

@@ -35,7 +35,10 @@ say "using $COMPOSE ($($COMPOSE version --short 2>/dev/null || $COMPOSE version 
 port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 PORT=${E2E_PORT:-18080}
 while port_taken "$PORT"; do PORT=$((PORT + 1)); done
-export PORT LOCK=v1 REDIS_PASSWORD=e2e-secret ADMIN_TOKEN=e2e-token
+# Secrets new each run (the scenarios at the end turn the fault hooks on).
+random() { head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
+REDIS_PASSWORD=$(random) ADMIN_TOKEN=$(random)
+export PORT LOCK=v1 REDIS_PASSWORD ADMIN_TOKEN
 base="http://127.0.0.1:$PORT"
 UP_FLAGS=${UP_FLAGS:-}
 case "$UP_FLAGS" in *--wait*)

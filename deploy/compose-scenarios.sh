@@ -10,7 +10,10 @@
 #
 # REUSE=1: the project is up already (make e2e-compose runs this at its end):
 # no image build, no teardown (the caller's). COMPOSE, PORT, ADMIN_TOKEN,
-# REDIS_PASSWORD as in the Compose file; SCENARIO_PORT_* move the fixed ports.
+# REDIS_PASSWORD as in the Compose file (ADMIN_TOKEN: a random one when not
+# set; the fault hooks answer to it); SCENARIO_PORT_* move the fixed ports.
+# The load test gets both secrets through its environment: never on a
+# command line, which every user of the machine can read.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -25,7 +28,7 @@ if [ -z "${COMPOSE:-}" ]; then
   else fail "no Compose tool: install the docker compose plugin (or Debian's docker-compose)"; fi
 fi
 port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-export ADMIN_TOKEN=${ADMIN_TOKEN:-scenarios} REDIS_PASSWORD=${REDIS_PASSWORD:-locklab}
+export ADMIN_TOKEN=${ADMIN_TOKEN:-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')} REDIS_PASSWORD=${REDIS_PASSWORD:-locklab}
 files=(-f docker-compose.yml)
 [ "${OFFLINE:-1}" = 0 ] || files+=(-f deploy/offline/docker-compose.offline.yml)
 files+=(-f deploy/docker-compose.scenarios.yml)
@@ -60,6 +63,6 @@ for _ in $(seq 60); do curl -fsS -o /dev/null "$base/readyz" 2>/dev/null && brea
 curl -fsS -o /dev/null "$base/readyz" || fail "no replica ready through nginx 60 s after up"
 
 say "go run ./loadtest -compose $PROJECT -scenario $SCENARIO"
-go run ./loadtest -url "$base/sale" -compose "$PROJECT" -admin-token "$ADMIN_TOKEN" -redis-password "$REDIS_PASSWORD" \
+INVENTORY_ADMIN_TOKEN=$ADMIN_TOKEN INVENTORY_REDIS_PASSWORD=$REDIS_PASSWORD go run ./loadtest -url "$base/sale" -compose "$PROJECT" \
   -scenario "$SCENARIO" ${SCENARIO_FLAGS:-} || fail "the scenarios on Compose differ from what is expected (above)"
 say "PASS"

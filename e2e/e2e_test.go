@@ -12,10 +12,12 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,11 +32,16 @@ import (
 )
 
 // clusterBin builds the cluster command once per test.
-func clusterBin(t *testing.T) string {
+func clusterBin(t *testing.T) string { return goBuild(t, "../cmd/cluster") }
+
+// loadtestBin builds the load test's command once per test.
+func loadtestBin(t *testing.T) string { return goBuild(t, "../loadtest") }
+
+func goBuild(t *testing.T, pkg string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "cluster")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/cluster").CombinedOutput(); err != nil {
-		t.Fatalf("go build ../cmd/cluster: %v\n%s", err, out)
+	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
 	return bin
 }
@@ -84,7 +91,46 @@ func up(t *testing.T, bin string, port int, dir string, env ...string) *cluster.
 	if err != nil {
 		t.Fatal(err)
 	}
+	private(t, c, dir)
 	return c
+}
+
+// private asserts what other users of the machine can learn of the running
+// cluster c: no process's command line (/proc/PID/cmdline, which anyone
+// reads) holds the Redis password or the admin token, and the run directory
+// is 0700 with every file up wrote in it, or in nginx's, 0600.
+func private(t *testing.T, c *cluster.Cluster, dir string) {
+	t.Helper()
+	s := c.State
+	procs := append(append(append([]cluster.Proc{s.Nginx}, s.Redis...), s.Etcd...), s.Replicas...)
+	if s.Standby != nil {
+		procs = append(procs, *s.Standby, *s.Toxiproxy)
+	}
+	for _, p := range procs {
+		raw, err := os.ReadFile("/proc/" + strconv.Itoa(p.Pid) + "/cmdline")
+		if err != nil {
+			t.Fatalf("%s: %v", p.Name, err)
+		}
+		for _, secret := range []string{s.RedisPassword, s.AdminToken} {
+			if secret != "" && bytes.Contains(raw, []byte(secret)) {
+				t.Errorf("%s's command line holds a secret: %q", p.Name, raw)
+			}
+		}
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("run directory %s: %v, mode %v; want 0700", dir, err, fi.Mode().Perm())
+	}
+	for _, d := range []string{dir, filepath.Join(dir, "nginx")} {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm() != 0o600 {
+				t.Errorf("%s has mode %04o, want 0600", filepath.Join(d, e.Name()), fi.Mode().Perm())
+			}
+		}
+	}
 }
 
 func TestLocalCluster(t *testing.T) {
@@ -197,12 +243,12 @@ func TestScenarios(t *testing.T) {
 	bin := clusterBin(t)
 	port := redistest.FreePort(t)
 	dir := t.TempDir()
-	c := up(t, bin, port, dir, "FAULTS=1", "INVENTORY_CHAOS=true", "INVENTORY_ADMIN_TOKEN=e2e", "INVENTORY_TTL=1s", "INVENTORY_ACQUIRE_TIMEOUT=5s")
+	c := up(t, bin, port, dir, "FAULTS=1", "INVENTORY_CHAOS=true", "INVENTORY_TTL=1s", "INVENTORY_ACQUIRE_TIMEOUT=5s")
 	h, err := loadtest.Health(loadtest.Config{URL: c.State.URL, Client: loadtest.NewClient(1)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := scenario.Local(c, h, "e2e")
+	env, err := scenario.Local(c, h, c.State.AdminToken)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,19 +274,42 @@ func TestScenarios(t *testing.T) {
 	}
 }
 
+// The secrets as make scenarios has them, with a Redis password too: up
+// makes the admin token (a random one), every process gets it and the
+// password other than on its command line (up checks that, and the run
+// directory's modes), and the load test's command, given neither, reads
+// both from the cluster's state: the failover scenario runs (the standby
+// replicates from the stock's node with the password from its file).
+func TestSecrets(t *testing.T) {
+	bin, lt := clusterBin(t), loadtestBin(t)
+	port := redistest.FreePort(t)
+	dir := t.TempDir()
+	password := rand.Text()
+	c := up(t, bin, port, dir, "FAULTS=1", "INVENTORY_CHAOS=true", "INVENTORY_REDIS_PASSWORD="+password, "INVENTORY_TTL=1s", "INVENTORY_ACQUIRE_TIMEOUT=5s")
+	if c.State.RedisPassword != password || len(c.State.AdminToken) < 26 {
+		t.Fatalf("state: password %q, admin token %q; want the given password and a random token", c.State.RedisPassword, c.State.AdminToken)
+	}
+	if raw, err := os.ReadFile(cluster.AdminTokenFile(dir)); err != nil || strings.TrimSpace(string(raw)) != c.State.AdminToken {
+		t.Fatalf("%s: %q, %v; want the state's token", cluster.AdminTokenFile(dir), raw, err)
+	}
+	cmd := exec.Command(lt, "-url", c.State.URL, "-run-dir", dir, "-scenario", "failover", "-lock", "v6")
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "INVENTORY_") })
+	out, err := cmd.CombinedOutput()
+	t.Logf("loadtest -scenario failover -lock v6:\n%s", out)
+	if err != nil {
+		t.Fatalf("loadtest: %v", err)
+	}
+}
+
 // The nemesis through the load test's command, on a cluster like make
 // nemesis starts: with seed 1, redlock unfenced harms the stock within 20 s
 // (the schedule's slow holder at about 5 s outlives its lease, and nothing
 // tells it), and fenced it does not, over the same schedule.
 func TestNemesis(t *testing.T) {
-	bin := clusterBin(t)
-	lt := filepath.Join(t.TempDir(), "loadtest")
-	if out, err := exec.Command("go", "build", "-o", lt, "../loadtest").CombinedOutput(); err != nil {
-		t.Fatalf("go build ../loadtest: %v\n%s", err, out)
-	}
+	bin, lt := clusterBin(t), loadtestBin(t)
 	port := redistest.FreePort(t)
 	dir := t.TempDir()
-	c := up(t, bin, port, dir, "FAULTS=1", "WORK=20ms", "INVENTORY_CHAOS=true", "INVENTORY_ADMIN_TOKEN=e2e", "INVENTORY_TTL=1s", "INVENTORY_ACQUIRE_TIMEOUT=5s")
+	c := up(t, bin, port, dir, "FAULTS=1", "WORK=20ms", "INVENTORY_CHAOS=true", "INVENTORY_TTL=1s", "INVENTORY_ACQUIRE_TIMEOUT=5s")
 	for _, tc := range []struct {
 		flags []string
 		want  []string
@@ -248,7 +317,7 @@ func TestNemesis(t *testing.T) {
 		{[]string{"-expect-unsafe"}, []string{`"violation":true`}},
 		{[]string{"-fence", "-expect-safe"}, []string{`"violation":false`, `"linearizable":true`}},
 	} {
-		args := append([]string{"-url", c.State.URL, "-admin-token", "e2e", "-run-dir", dir, "-nemesis", "-duration", "20s",
+		args := append([]string{"-url", c.State.URL, "-run-dir", dir, "-nemesis", "-duration", "20s",
 			"-seed", "1", "-lock", "redlock", "-json"}, tc.flags...)
 		out, err := exec.Command(lt, args...).CombinedOutput()
 		t.Logf("loadtest %s:\n%s", strings.Join(args, " "), out)

@@ -26,6 +26,13 @@ import (
 
 func main() { cli.Main(run) }
 
+// The service's variables of the secrets, read here too: the admin token and
+// the Redis password are better given through the environment than as flags.
+const (
+	tokenEnv    = "INVENTORY_ADMIN_TOKEN"
+	passwordEnv = "INVENTORY_REDIS_PASSWORD"
+)
+
 type options struct {
 	cfg          loadtest.Config
 	locks        []string
@@ -46,7 +53,7 @@ type options struct {
 	expectUnsafe bool
 }
 
-func parse(args []string, stderr io.Writer) (options, error) {
+func parse(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
 	var o options
 	fs := cli.FlagSet("loadtest", "Usage: go run ./loadtest [flags]\n\nCompares lock versions by remaining stock through a running cluster (make up).", stderr)
 	fs.StringVar(&o.cfg.URL, "url", "http://localhost/sale", "the service's /sale endpoint (through nginx)")
@@ -58,13 +65,16 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.waitList, "wait", "", "how v3-v8 wait, per request (?wait=): poll, notify, handoff, a comma list or all (each such version runs once per wait); empty: as the replicas' -wait says")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per version instead of the table")
 	fs.StringVar(&o.out, "out", "", "also write a self-contained HTML report to this file")
-	fs.StringVar(&o.cfg.AdminToken, "admin-token", "", "bearer token for PUT /stock, when the service requires one")
+	fs.StringVar(&o.cfg.AdminToken, "admin-token", "", "bearer token for PUT /stock, GET /history and the fault hooks, when the service requires one; "+
+		"default: $"+tokenEnv+", or with -scenario or -nemesis on the local cluster, its own (in its state file). "+
+		"Prefer those: a flag's value is on the command line, which every user of the machine can read")
 	fs.BoolVar(&o.expectSafe, "expect-safe", false, "exit 1 when a version other than none and v2 oversold")
 	fs.BoolVar(&o.cfg.Plain, "plain", false, "just fire -n GET requests at -url (no stock, no ?lock=): to measure the load test itself")
 	fs.StringVar(&o.scenario, "scenario", "", "run a fault scenario instead of the load test: "+scenarioNames()+", or all (needs replicas started with -chaos and -admin-token)")
 	fs.StringVar(&o.runDir, "run-dir", ".run", "with -scenario or -nemesis: the local cluster's run directory (its state file: the Redis nodes to watch, the processes to freeze and kill)")
 	fs.StringVar(&o.compose, "compose", "", "with -scenario or -nemesis: run against this Compose project (started with deploy/docker-compose.scenarios.yml) instead of the local cluster; the scenarios that need the local cluster's fault proxies, clock shim or restart arguments are skipped, each with its reason")
-	fs.StringVar(&o.redisPass, "redis-password", "locklab", "with -compose: the Redis nodes' password (the Compose file's REDIS_PASSWORD, whose default this is)")
+	fs.StringVar(&o.redisPass, "redis-password", "", "with -compose: the Redis nodes' password; default: $"+passwordEnv+", else locklab (the Compose file's REDIS_PASSWORD's default). "+
+		"Prefer the environment: a flag's value is on the command line, which every user of the machine can read")
 	fs.BoolVar(&o.nemesis, "nemesis", false, "keep a steady load (-rate, default 30/s) on each version for -duration while a seeded schedule of faults (pause, kill, partition, delay, slow holder, clock jump) hits random targets of the local cluster (make scenarios' cluster: -chaos, -admin-token, FAULTS=1), and let the history checker decide")
 	fs.DurationVar(&o.cfg.Duration, "duration", 0, "with -nemesis: how long the load runs (required)")
 	fs.Uint64Var(&o.seed, "seed", 1, "with -nemesis: the schedule's seed (the same seed, lease and cluster: the same schedule)")
@@ -79,6 +89,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if err != nil {
 		return o, err
 	}
+	o.cfg.AdminToken = cmp.Or(o.cfg.AdminToken, getenv(tokenEnv))
+	o.redisPass = cmp.Or(o.redisPass, getenv(passwordEnv), "locklab")
 	if o.cfg.Requests < 1 || o.cfg.Concurrency < 1 || o.cfg.Stock < 0 || o.cfg.Rate < 0 {
 		return o, cli.UsageError(stderr, "loadtest", "-n and -c must be >= 1, -stock and -rate >= 0")
 	}
@@ -102,8 +114,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if !o.nemesis && (o.cfg.Duration != 0 || o.expectUnsafe) {
 		return o, cli.UsageError(stderr, "loadtest", "-duration and -expect-unsafe go with -nemesis")
 	}
-	if o.cfg.Fence && o.cfg.AdminToken == "" {
-		return o, cli.UsageError(stderr, "loadtest", "-fence needs -admin-token (it is a fault hook)")
+	if o.cfg.Fence && o.cfg.AdminToken == "" && (!o.nemesis || o.compose != "") { // the local cluster's nemesis: its own
+		return o, cli.UsageError(stderr, "loadtest", "-fence needs the admin token (it is a fault hook): $%s or -admin-token", tokenEnv)
 	}
 	locks, err := parseLocks(o.lockList)
 	if err != nil {
@@ -182,8 +194,8 @@ func parseLocks(s string) ([]string, error) {
 	return locks, nil
 }
 
-func run(ctx context.Context, args []string, _ func(string) string, stdout, stderr io.Writer) int {
-	o, err := parse(args, stderr)
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	o, err := parse(args, getenv, stderr)
 	if err != nil {
 		return cli.Status(err)
 	}

@@ -30,7 +30,7 @@ func TestExitStatus(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			if got := run(context.Background(), tc.args, nil, &stdout, &stderr); got != tc.status {
+			if got := run(context.Background(), tc.args, noEnv, &stdout, &stderr); got != tc.status {
 				t.Fatalf("exit %d, want %d\n%s", got, tc.status, stderr.String())
 			}
 			if !strings.Contains(stderr.String(), tc.says) {
@@ -74,5 +74,41 @@ func TestOversoldSafe(t *testing.T) {
 	got := oversoldSafe([]loadtest.Result{{Lock: "none", Oversold: 9}, {Lock: "v2", Oversold: 3}, {Lock: "v6", Oversold: 0}, {Lock: "v4", Oversold: 2}})
 	if len(got) != 1 || !strings.HasPrefix(got[0], "v4") {
 		t.Fatalf("got %v, want only v4", got)
+	}
+}
+
+func noEnv(string) string { return "" }
+
+// The admin token and the Redis password come from the service's variables
+// when no flag gives them (the flag wins), so that our own tooling never puts
+// them on a command line.
+func TestSecretsFromEnvironment(t *testing.T) {
+	env := map[string]string{"INVENTORY_ADMIN_TOKEN": "from-env", "INVENTORY_REDIS_PASSWORD": "pw-env"}
+	for name, tc := range map[string]struct {
+		args            []string
+		getenv          func(string) string
+		token, password string
+	}{
+		"environment": {nil, func(k string) string { return env[k] }, "from-env", "pw-env"},
+		"flags win":   {[]string{"-admin-token", "flag", "-redis-password", "pw-flag"}, func(k string) string { return env[k] }, "flag", "pw-flag"},
+		"neither":     {nil, noEnv, "", "locklab"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o, err := parse(tc.args, tc.getenv, new(bytes.Buffer))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.cfg.AdminToken != tc.token || o.redisPass != tc.password {
+				t.Fatalf("token %q, password %q; want %q, %q", o.cfg.AdminToken, o.redisPass, tc.token, tc.password)
+			}
+		})
+	}
+	// -fence needs the token, except on the local cluster's nemesis, which
+	// takes the cluster's own from its state file.
+	if _, err := parse([]string{"-fence"}, noEnv, new(bytes.Buffer)); err == nil {
+		t.Error("-fence with no token anywhere: accepted")
+	}
+	if _, err := parse([]string{"-fence", "-nemesis", "-duration", "1s"}, noEnv, new(bytes.Buffer)); err != nil {
+		t.Errorf("-fence -nemesis on the local cluster: %v", err)
 	}
 }

@@ -38,7 +38,7 @@ type nemesisResult struct {
 // runNemesis keeps a steady load on each version for -duration while the
 // seeded schedule of faults hits the cluster, and lets the checker decide.
 func runNemesis(ctx context.Context, o options, stdout, stderr io.Writer) int {
-	env, _, err := scenarioEnv(ctx, o)
+	env, _, err := scenarioEnv(ctx, &o)
 	if err != nil {
 		fmt.Fprintln(stderr, "loadtest:", err)
 		return 1

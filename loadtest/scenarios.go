@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,7 +25,7 @@ func scenarioNames() string { return strings.Join(scenario.Names(), ", ") }
 // runScenarios runs the chosen scenarios against every chosen version they
 // apply to, prints expected against observed, and exits 1 if any differ.
 func runScenarios(ctx context.Context, o options, stdout, stderr io.Writer) int {
-	env, h, err := scenarioEnv(ctx, o)
+	env, h, err := scenarioEnv(ctx, &o)
 	if err != nil {
 		fmt.Fprintln(stderr, "loadtest:", err)
 		return 1
@@ -83,8 +84,9 @@ func runScenarios(ctx context.Context, o options, stdout, stderr io.Writer) int 
 
 // scenarioEnv is the cluster the scenarios and the nemesis run against:
 // the Compose project (-compose), or the local cluster of -run-dir; and what
-// its replicas report on /healthz.
-func scenarioEnv(ctx context.Context, o options) (env scenario.Env, h api.Health, err error) {
+// its replicas report on /healthz. With no admin token given, o takes the
+// local cluster's.
+func scenarioEnv(ctx context.Context, o *options) (env scenario.Env, h api.Health, err error) {
 	if h, err = loadtest.Health(o.cfg); err != nil {
 		return env, h, fmt.Errorf("cannot read the replicas' settings: %w", err)
 	}
@@ -95,6 +97,7 @@ func scenarioEnv(ctx context.Context, o options) (env scenario.Env, h api.Health
 		if c, err = cluster.Load(o.runDir); err != nil {
 			return env, h, fmt.Errorf("the scenarios and the nemesis need the local cluster (make scenarios starts one): %w", err)
 		}
+		o.cfg.AdminToken = cmp.Or(o.cfg.AdminToken, c.State.AdminToken)
 		env, err = scenario.Local(c, h, o.cfg.AdminToken)
 	}
 	env.URL = o.cfg.URL

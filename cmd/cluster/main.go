@@ -1,15 +1,18 @@
 // Command cluster runs the local cluster (make up, make down, make status):
 // three Redis nodes, the inventory replicas and nginx on this machine, with no
 // Docker. Settings come from flags or, as the Makefile passes them, from the
-// environment: LOCK, PORT, REPLICAS, WORK, RUN_DIR, PPROF, FAULTS, STOCK and
-// INVENTORY_REDIS_PASSWORD. The replicas also read any other INVENTORY_*
-// variable, as the service does.
+// environment: LOCK, PORT, REPLICAS, WORK, RUN_DIR, PPROF, FAULTS, STOCK,
+// INVENTORY_REDIS_PASSWORD and INVENTORY_ADMIN_TOKEN. The replicas also read
+// any other INVENTORY_* variable, as the service does. With the fault hooks on
+// (INVENTORY_CHAOS) and no INVENTORY_ADMIN_TOKEN, up makes a random admin
+// token, which the state file and RUN_DIR/admin-token (both 0600) keep.
 //
 //	go run ./cmd/cluster up|down|status
 package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -88,7 +91,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (cluster
 	if err != nil {
 		return cluster.Config{}, "", err
 	}
-	cfg := cluster.Config{Root: root, RedisPassword: getenv("INVENTORY_REDIS_PASSWORD"), Log: stderr}
+	cfg := cluster.Config{Root: root, RedisPassword: getenv("INVENTORY_REDIS_PASSWORD"), AdminToken: getenv("INVENTORY_ADMIN_TOKEN"), Log: stderr}
 	fs := cli.FlagSet("cluster", "Usage: go run ./cmd/cluster [flags] up|down|status|clean\n\nThe local cluster: three Redis nodes, the replicas, nginx. clean removes what up created (logs, state, binary), nothing else.", stderr)
 	fs.StringVar(&cfg.Dir, "run-dir", env("RUN_DIR", root+"/.run"), "logs, binary and state file (env RUN_DIR)")
 	fs.IntVar(&cfg.Port, "port", atoi("PORT", "80"), "nginx's port (env PORT)")
@@ -106,6 +109,11 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (cluster
 	}
 	if cfg.Replicas < 1 || cfg.Port < 1 || cfg.Port > 65535 || cfg.Stock < 0 {
 		return cfg, "", cli.UsageError(stderr, "cluster", "want REPLICAS >= 1, PORT 1-65535 and STOCK >= 0 (got %d, %d, %d)", cfg.Replicas, cfg.Port, cfg.Stock)
+	}
+	// The fault hooks need a token; a fixed one would be everyone's who
+	// reads the Makefile: a new one each up (128 random bits).
+	if chaos, _ := strconv.ParseBool(getenv("INVENTORY_CHAOS")); chaos && cfg.AdminToken == "" && fs.Arg(0) == "up" {
+		cfg.AdminToken = rand.Text()
 	}
 	return cfg, fs.Arg(0), nil
 }

@@ -41,3 +41,31 @@ func TestCommandLine(t *testing.T) {
 		})
 	}
 }
+
+// With the fault hooks on and no token given, each up makes a new random
+// admin token (the Makefile's scenarios pass none); a given one is kept, and
+// without the hooks there is none.
+func TestAdminToken(t *testing.T) {
+	token := func(verb string, env map[string]string) string {
+		t.Helper()
+		cfg, _, err := parse([]string{verb}, func(k string) string { return env[k] }, new(bytes.Buffer))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg.AdminToken
+	}
+	chaos := map[string]string{"INVENTORY_CHAOS": "true"}
+	a, b := token("up", chaos), token("up", chaos)
+	if len(a) < 26 || a == b {
+		t.Errorf("two ups with the fault hooks made tokens %q and %q: want two random ones, 128 bits each", a, b)
+	}
+	if got := token("up", map[string]string{"INVENTORY_CHAOS": "1", "INVENTORY_ADMIN_TOKEN": "mine"}); got != "mine" {
+		t.Errorf("a given token became %q", got)
+	}
+	if got := token("up", nil); got != "" {
+		t.Errorf("no fault hooks, yet a token %q", got)
+	}
+	if got := token("down", chaos); got != "" {
+		t.Errorf("down made a token %q", got)
+	}
+}

@@ -37,10 +37,10 @@ func planClock(dir string, s *State) {
 // file to no offset (a file left by an earlier run may hold one).
 func buildClockShim(ctx context.Context, dir string, nodes []Proc) error {
 	src := filepath.Join(dir, "bin", "clockjump.c")
-	if err := os.MkdirAll(filepath.Dir(src), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(src), 0o700); err != nil {
 		return err
 	}
-	if err := os.WriteFile(src, clockShimSource, 0o644); err != nil {
+	if err := writePrivate(src, clockShimSource); err != nil {
 		return err
 	}
 	if out, err := exec.CommandContext(ctx, "cc", "-shared", "-fPIC", "-O2", "-o", clockShim(dir), src).CombinedOutput(); err != nil {
@@ -73,7 +73,7 @@ func (c *Cluster) JumpClock(name string, d time.Duration) error {
 // writeOffset writes d into a clock file: microseconds, a little-endian
 // int64, in place (the node has the file mapped).
 func writeOffset(path string, d time.Duration) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	f, err := openPrivate(path, os.O_WRONLY|os.O_CREATE)
 	if err != nil {
 		return fmt.Errorf("cluster: clock file: %w", err)
 	}

@@ -48,10 +48,15 @@ type Config struct {
 	// faults.go): the scenarios' network faults. Off by default: a proxy
 	// costs every command a hop, and the demo and the bench measure without.
 	Faults bool
-	// RedisPassword, when set, is required by every node (and given to the
-	// replicas through their environment, INVENTORY_REDIS_PASSWORD).
+	// RedisPassword, when set, is required by every node (which reads it from
+	// a private file) and given to the replicas through their environment,
+	// INVENTORY_REDIS_PASSWORD: never on a command line (see secrets.go).
 	RedisPassword string
-	Log           io.Writer // progress messages; default stderr
+	// AdminToken, when set, is the replicas' admin token: through their
+	// environment (INVENTORY_ADMIN_TOKEN), in the state, and in
+	// AdminTokenFile for a person. The fault hooks need one.
+	AdminToken string
+	Log        io.Writer // progress messages; default stderr
 }
 
 func (c Config) withDefaults() Config {
@@ -101,8 +106,10 @@ type State struct {
 	FaultProxies []FaultProxy `json:"fault_proxies,omitempty"`
 	// Standby is the stock node's asynchronous replica (with Faults).
 	Standby *Proc `json:"standby,omitempty"`
-	// RedisPassword is needed to watch the nodes; the file is private.
+	// RedisPassword is needed to watch the nodes, AdminToken to drive the
+	// fault hooks; the file is private.
 	RedisPassword string `json:"redis_password,omitempty"`
+	AdminToken    string `json:"admin_token,omitempty"`
 }
 
 // StockNode is the node of the stock and the single-node locks.
@@ -148,29 +155,33 @@ func stateFile(dir string) string { return filepath.Join(dir, "cluster.json") }
 // run directory (or has been stopped).
 var ErrNotUp = errors.New("cluster: not up")
 
-// Load reads the state of the cluster whose run directory is dir.
+// Load reads the state of the cluster whose run directory is dir, after
+// checking that dir is the caller's own (see rundir.go): the pids of a state
+// file someone else could write are never signalled.
 func Load(dir string) (*Cluster, error) {
-	raw, err := os.ReadFile(stateFile(dir))
+	err := checkRunDir(dir)
+	if err == nil {
+		var raw []byte
+		if raw, err = os.ReadFile(stateFile(dir)); err == nil {
+			c := &Cluster{dir: dir}
+			if err := json.Unmarshal(raw, &c.State); err != nil {
+				return nil, fmt.Errorf("cluster: %s: %w", stateFile(dir), err)
+			}
+			return c, nil
+		}
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w in %s (start it with make up, or give its run directory)", ErrNotUp, dir)
 	}
-	if err != nil {
-		return nil, err
-	}
-	c := &Cluster{dir: dir}
-	if err := json.Unmarshal(raw, &c.State); err != nil {
-		return nil, fmt.Errorf("cluster: %s: %w", stateFile(dir), err)
-	}
-	return c, nil
+	return nil, err
 }
-
 func (c *Cluster) save() error {
 	raw, err := json.MarshalIndent(c.State, "", "  ")
 	if err != nil {
 		return err
 	}
-	// Private: it may hold the Redis password.
-	return os.WriteFile(stateFile(c.dir), append(raw, '\n'), 0o600)
+	// Private: it may hold the Redis password and the admin token.
+	return writePrivate(stateFile(c.dir), append(raw, '\n'))
 }
 
 // Running counts the cluster's processes that still run, of all.
@@ -217,7 +228,7 @@ func (c *Cluster) Down() (int, error) {
 	for _, m := range c.State.Etcd {
 		errs = append(errs, removeEtcdData(etcdData(c.dir, m.Name)))
 	}
-	errs = append(errs, removeAOF(c.dir))
+	errs = append(errs, removeAOF(c.dir), removeSecrets(c.dir))
 	return stopped, errors.Join(errs...)
 }
 
@@ -453,6 +464,12 @@ func gomaxprocs(replicas int) string {
 // folder of their own keeps their files. It refuses while the cluster runs.
 func Clean(cfg Config) error {
 	cfg = cfg.withDefaults()
+	switch err := checkRunDir(cfg.Dir); {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return err
+	}
 	if c, err := Load(cfg.Dir); err == nil {
 		if running, _ := c.Running(); running > 0 {
 			return fmt.Errorf("cluster: %d processes still run in %s: make down first", running, cfg.Dir)
@@ -470,7 +487,7 @@ func Clean(cfg Config) error {
 	if more, err := filepath.Glob(filepath.Join(cfg.Dir, "inventory-*.log")); err == nil {
 		files = append(files, more...)
 	}
-	errs := []error{removeAOF(cfg.Dir)}
+	errs := []error{removeAOF(cfg.Dir), removeSecrets(cfg.Dir)}
 	for _, m := range s.Etcd {
 		errs = append(errs, removeEtcdData(etcdData(cfg.Dir, m.Name)))
 	}

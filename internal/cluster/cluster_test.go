@@ -120,7 +120,8 @@ func TestPlan(t *testing.T) {
 
 // With the fault proxies, each replica reaches each node through its own
 // proxy, every proxy's port is the toxiproxy process's to check and free,
-// and the standby replicates through its proxy with the nodes' password.
+// and the standby replicates through its proxy with the nodes' password
+// (from their private file: see TestNoSecretOnCommandLine).
 func TestPlanFaults(t *testing.T) {
 	s := Plan(Config{Dir: "/run/x", Replicas: 2, Faults: true, RedisPassword: "pw"})
 	if len(s.FaultProxies) != 1+2*3 || len(s.Toxiproxy.Extra) != len(s.FaultProxies) {
@@ -132,7 +133,7 @@ func TestPlanFaults(t *testing.T) {
 	if args := strings.Join(s.Replicas[1].Args, " "); !strings.Contains(args, "-redis 127.0.0.1:16201 ") {
 		t.Fatalf("inventory-2: %s", args)
 	}
-	if args := strings.Join(s.Standby.Args, " "); !strings.Contains(args, "--replicaof 127.0.0.1 16084") || !strings.Contains(args, "--masterauth pw") {
+	if args := strings.Join(s.Standby.Args, " "); !strings.Contains(args, "--replicaof 127.0.0.1 16084") || s.Standby.Args[1] != redisAuthConf("/run/x") {
 		t.Fatalf("standby: %s", args)
 	}
 	if !slices.Contains(s.Addrs(), "127.0.0.1:16203") || !slices.Contains(s.Addrs(), "127.0.0.1:12380") {

@@ -2,10 +2,7 @@ package cluster
 
 import (
 	"encoding/json"
-	"fmt"
-	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 )
 
@@ -37,7 +34,7 @@ func FaultProxyName(replica, node string) string { return replica + ">" + node }
 // addresses of the nodes become the proxies'), and the stock node's standby:
 // an asynchronous Redis replica of it, which the failover scenario promotes
 // and points the proxies at, as Sentinel and a virtual address would.
-func planFaults(dir string, s *State, replicas []string, password string) {
+func planFaults(dir string, s *State, replicas []string, auth bool) {
 	s.Toxiproxy = &Proc{Name: "toxiproxy", Addr: "127.0.0.1:" + strconv.Itoa(faultAPIPort), Log: filepath.Join(dir, "toxiproxy.log"),
 		Args: []string{filepath.Join(dir, "bin", "toxiproxy"), "-host", "127.0.0.1", "-port", strconv.Itoa(faultAPIPort),
 			"-config", faultConfig(dir)}}
@@ -49,10 +46,7 @@ func planFaults(dir string, s *State, replicas []string, password string) {
 	name := "redis-" + strconv.Itoa(portOf(standby))
 	link := FaultProxy{Name: FaultProxyName(name, stock.Name), Listen: "127.0.0.1:" + strconv.Itoa(faultPortBase+portOf(standby)-6300),
 		Upstream: stock.Addr, Enabled: true}
-	args := slices.Concat(redisArgs(stock.Args[0], portOf(standby), dir), []string{"--replicaof", "127.0.0.1", strconv.Itoa(portOf(link.Listen))})
-	if password != "" {
-		args = append(args, "--requirepass", password, "--masterauth", password)
-	}
+	args := append(redisArgs(stock.Args[0], portOf(standby), dir, auth), "--replicaof", "127.0.0.1", strconv.Itoa(portOf(link.Listen)))
 	s.Standby = &Proc{Name: name, Addr: standby, Log: filepath.Join(dir, name+".log"), Args: args}
 	s.FaultProxies = []FaultProxy{link}
 	for i, r := range replicas {
@@ -91,8 +85,5 @@ func writeFaultConfig(dir string, proxies []FaultProxy) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(faultConfig(dir), append(raw, '\n'), 0o644); err != nil {
-		return fmt.Errorf("cluster: %w", err)
-	}
-	return nil
+	return writePrivate(faultConfig(dir), append(raw, '\n'))
 }

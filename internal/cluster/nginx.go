@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -20,14 +21,18 @@ func nginxDir(runDir string) string { return filepath.Join(runDir, "nginx") }
 // replicas, one upstream and one route per replica) made for the local
 // replicas, listening on 127.0.0.1:PORT, and with every path (pid, logs,
 // temp files) inside the run directory, which it makes. Every other rule is
-// kept.
+// kept. nginx started by root runs its workers as nobody, who cannot enter
+// the private run directory: so no response and no request body (up to
+// nginx's 1m limit) is ever buffered to a temp file there (a response larger
+// than the buffers goes to the client as it comes, measured: a 30 MB one was
+// cut at 6 MB with "Permission denied" without this).
 func renderNginx(cfg Config, s State) error {
 	src, err := os.ReadFile(filepath.Join(cfg.Root, "deploy", "nginx.conf"))
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	dir := nginxDir(cfg.Dir)
-	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	// params are the first server line's parameters in the block
@@ -72,18 +77,28 @@ func renderNginx(cfg Config, s State) error {
 			for _, t := range nginxTemps {
 				fmt.Fprintf(&b, "    %s_temp_path %s;\n", t, filepath.Join(dir, "tmp", t))
 			}
+			b.WriteString("    proxy_max_temp_file_size 0;\n    client_body_buffer_size 1m;\n")
 		}
 	}
 	if listens != 1 || rendered != len(blocks) {
 		return fmt.Errorf("cluster: deploy/nginx.conf: want one 'listen 80;' line and the markers of %d blocks, found %d and %d", len(blocks), listens, rendered)
 	}
-	return os.WriteFile(filepath.Join(dir, "nginx.conf"), []byte(b.String()), 0o644)
+	return writePrivate(filepath.Join(dir, "nginx.conf"), []byte(b.String()))
 }
 
-// checkNginx has nginx test the configuration n runs with (nginx -t).
+// checkNginx has nginx test the configuration n runs with (nginx -t), with
+// the umask its run will have: the test creates the pid file (to see that it
+// can), and nginx's run keeps that file's mode.
 func checkNginx(ctx context.Context, n Proc) error {
-	if out, err := exec.CommandContext(ctx, n.Args[0], "-t", "-q", "-p", n.Args[2], "-c", n.Args[4], "-e", n.Log).CombinedOutput(); err != nil {
-		return fmt.Errorf("cluster: nginx -t: %w: %s", err, out)
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, n.Args[0], "-t", "-q", "-p", n.Args[2], "-c", n.Args[4], "-e", n.Log)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := startPrivate(cmd)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: nginx -t: %w: %s", err, out.Bytes())
 	}
 	return nil
 }

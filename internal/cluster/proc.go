@@ -9,12 +9,18 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
 
-// envPrefix starts the service's own environment variables.
-const envPrefix = "INVENTORY_"
+// envPrefix starts the service's own environment variables; passwordEnv
+// and tokenEnv are the two that carry secrets.
+const (
+	envPrefix   = "INVENTORY_"
+	passwordEnv = envPrefix + "REDIS_PASSWORD"
+	tokenEnv    = envPrefix + "ADMIN_TOKEN"
+)
 
 // Proc is one process the cluster started: what identifies it, and what
 // starts it again.
@@ -38,7 +44,7 @@ type Proc struct {
 // it, and a terminal's ^C does not reach it), its output in p.Log, and sets
 // p.Pid. A goroutine reaps it if it exits while this process still runs.
 func (p *Proc) start(extra ...string) error {
-	logf, err := os.OpenFile(p.Log, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	logf, err := openPrivate(p.Log, os.O_WRONLY|os.O_APPEND|os.O_CREATE)
 	if err != nil {
 		return err
 	}
@@ -51,7 +57,7 @@ func (p *Proc) start(extra ...string) error {
 	cmd.Env = append(cmd.Env, p.Env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
+	if err := startPrivate(cmd); err != nil {
 		return fmt.Errorf("start %s: %w", p.Name, err)
 	}
 	p.Pid = cmd.Process.Pid
@@ -61,6 +67,21 @@ func (p *Proc) start(extra ...string) error {
 		return fmt.Errorf("start %s: %w", p.Name, err)
 	}
 	return nil
+}
+
+// umask serializes startPrivate's changes of the process's umask.
+var umask sync.Mutex
+
+// startPrivate starts cmd with the umask 077: whatever the process creates
+// (nginx its pid file and temp directories, a Redis node its append-only
+// files) is its owner's only. The umask is the whole process's, and a child
+// inherits it at its start, so it is set around the start and put back.
+func startPrivate(cmd *exec.Cmd) error {
+	umask.Lock()
+	defer umask.Unlock()
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	return cmd.Start()
 }
 
 // alive reports whether p's pid is still the process the cluster started:

@@ -14,16 +14,7 @@ import (
 // proxies, a C compiler for the clock shim) with apt-get on Debian/Ubuntu
 // when they are missing; elsewhere it says how to.
 func ensureTools(log io.Writer, faults bool) error {
-	var missing, pkgs []string
-	tools := []struct{ bin, pkg string }{{"redis-server", "redis-server"}, {"etcd", "etcd-server"}, {"nginx", "nginx-light"}, {"curl", "curl"}}
-	if faults {
-		tools = append(tools, struct{ bin, pkg string }{"cc", "gcc"})
-	}
-	for _, t := range tools {
-		if !executable(lookPath(t.bin)) {
-			missing, pkgs = append(missing, t.bin), append(pkgs, t.pkg)
-		}
-	}
+	missing, pkgs := missingTools(faults)
 	if len(missing) == 0 {
 		return nil
 	}
@@ -53,4 +44,19 @@ func ensureTools(log io.Writer, faults bool) error {
 	// port 80. It is the host's service now, and stays as it is: a taken
 	// port is an error naming it, and PORT=8000 make up moves the cluster.
 	return nil
+}
+
+// missingTools lists the programs Up needs that are not installed, and the
+// Debian packages that have them.
+func missingTools(faults bool) (missing, pkgs []string) {
+	tools := []struct{ bin, pkg string }{{"redis-server", "redis-server"}, {"etcd", "etcd-server"}, {"nginx", "nginx-light"}, {"curl", "curl"}}
+	if faults {
+		tools = append(tools, struct{ bin, pkg string }{"cc", "gcc"})
+	}
+	for _, t := range tools {
+		if !executable(lookPath(t.bin)) {
+			missing, pkgs = append(missing, t.bin), append(pkgs, t.pkg)
+		}
+	}
+	return missing, pkgs
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,9 @@ var ErrAlreadyUp = errors.New("cluster: already up")
 // nothing is started; a start that fails stops whatever was started.
 func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 	cfg = cfg.withDefaults()
+	if err := prepareRunDir(cfg.Dir); err != nil {
+		return nil, err
+	}
 	if c, err := Load(cfg.Dir); err == nil {
 		switch running, all := c.Running(); {
 		case running == all:
@@ -47,9 +51,6 @@ func Up(ctx context.Context, cfg Config) (*Cluster, error) {
 			}
 		}
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, err
-	}
 	if err := c.start(ctx, cfg); err != nil {
 		_, _ = c.Down()
 		return nil, fmt.Errorf("%w (stopped what was started)", err)
@@ -68,13 +69,11 @@ func portHint(p *Proc) string {
 // command lines, logs (no pids: nothing is started).
 func Plan(cfg Config) State {
 	cfg = cfg.withDefaults()
-	s := State{Port: cfg.Port, URL: fmt.Sprintf("http://127.0.0.1:%d/sale", cfg.Port), RedisPassword: cfg.RedisPassword}
+	s := State{Port: cfg.Port, URL: fmt.Sprintf("http://127.0.0.1:%d/sale", cfg.Port), RedisPassword: cfg.RedisPassword,
+		AdminToken: cfg.AdminToken}
 	for _, port := range redisPorts() {
 		name, addr := "redis-"+strconv.Itoa(port), "127.0.0.1:"+strconv.Itoa(port)
-		args := redisArgs(lookPath("redis-server"), port, cfg.Dir)
-		if cfg.RedisPassword != "" {
-			args = append(args, "--requirepass", cfg.RedisPassword)
-		}
+		args := redisArgs(lookPath("redis-server"), port, cfg.Dir, cfg.RedisPassword != "")
 		s.Redis = append(s.Redis, Proc{Name: name, Addr: addr, Args: args, Log: filepath.Join(cfg.Dir, name+".log")})
 	}
 	s.Etcd = planEtcd(cfg.Dir)
@@ -87,7 +86,7 @@ func Plan(cfg Config) State {
 		names[i] = "inventory-" + strconv.Itoa(i+1)
 	}
 	if cfg.Faults { // the replicas reach every node through their own proxy
-		planFaults(cfg.Dir, &s, names, cfg.RedisPassword)
+		planFaults(cfg.Dir, &s, names, cfg.RedisPassword != "")
 	}
 	bin := filepath.Join(cfg.Dir, "bin", "inventory")
 	for i, name := range names {
@@ -98,8 +97,15 @@ func Plan(cfg Config) State {
 			args = append(args, "-pprof", "127.0.0.1:"+strconv.Itoa(6060+i-1))
 		}
 		env := append([]string{"GOMAXPROCS=" + gomaxprocs(cfg.Replicas)}, serviceEnv(os.Environ())...)
+		// The secrets are cfg's, whatever the environment says.
+		env = slices.DeleteFunc(env, func(kv string) bool {
+			return strings.HasPrefix(kv, passwordEnv+"=") || strings.HasPrefix(kv, tokenEnv+"=")
+		})
 		if cfg.RedisPassword != "" {
-			env = append(env, "INVENTORY_REDIS_PASSWORD="+cfg.RedisPassword)
+			env = append(env, passwordEnv+"="+cfg.RedisPassword)
+		}
+		if cfg.AdminToken != "" {
+			env = append(env, tokenEnv+"="+cfg.AdminToken)
 		}
 		s.Replicas = append(s.Replicas, Proc{Name: name, Addr: "127.0.0.1:" + strconv.Itoa(port), Args: args, Env: env,
 			Log: filepath.Join(cfg.Dir, name+".log")})
@@ -111,10 +117,16 @@ func Plan(cfg Config) State {
 	return s
 }
 
-// redisArgs starts one Redis node on port: loopback, no persistence.
-func redisArgs(bin string, port int, dir string) []string {
-	return []string{bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", dir}
+// redisArgs starts one Redis node on port: loopback, no persistence; with
+// auth, the password from the run directory's private file (a configuration
+// file must be redis-server's first argument).
+func redisArgs(bin string, port int, dir string, auth bool) []string {
+	args := []string{bin}
+	if auth {
+		args = append(args, redisAuthConf(dir))
+	}
+	return append(args, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", dir)
 }
 
 // serviceEnv keeps the service's own variables (INVENTORY_*) of environ:
@@ -134,7 +146,13 @@ func serviceEnv(environ []string) []string {
 // once the ones it needs answer, then saves the state.
 func (c *Cluster) start(ctx context.Context, cfg Config) error {
 	say := func(format string, args ...any) { fmt.Fprintf(cfg.Log, "cluster: "+format+"\n", args...) }
+	if err := writeSecrets(c.dir, cfg.RedisPassword, cfg.AdminToken); err != nil {
+		return err
+	}
 	say("building the service")
+	if err := os.MkdirAll(filepath.Dir(c.State.Replicas[0].Args[0]), 0o700); err != nil { // go build's would be 0755
+		return err
+	}
 	build := exec.CommandContext(ctx, "go", "build", "-o", c.State.Replicas[0].Args[0], "./cmd/inventory")
 	build.Dir, build.Stdout, build.Stderr = cfg.Root, cfg.Log, cfg.Log
 	if err := build.Run(); err != nil {
@@ -197,6 +215,9 @@ func (c *Cluster) start(ctx context.Context, cfg Config) error {
 		url, cfg.Replicas, c.State.Replicas[0].Addr, cfg.Lock, cfg.Work, gomaxprocs(cfg.Replicas), c.State.Redis[0].Addr,
 		c.State.Etcd[0].Addr, cfg.Dir)
 	say("try: curl -X POST %s/sale    |    go run ./loadtest -url %s/sale -lock all    |    make down", url, url)
+	if cfg.AdminToken != "" {
+		say("the admin token (PUT /stock, GET /history, the fault hooks) is in %s", AdminTokenFile(cfg.Dir))
+	}
 	return nil
 }
 
