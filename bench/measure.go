@@ -216,7 +216,7 @@ func newBench(ctx context.Context, o options, stderr io.Writer) (*bench, func(),
 	if err != nil {
 		return nil, nil, err
 	}
-	notifier := retry.NewNotifier(ctx, b.rdb, "bench:lock", 0, nil)
+	notifier := retry.NewNotifier(ctx, b.rdb, "bench:lock", 0, 0, nil)
 	closeBench := func() {
 		notifier.Close()
 		_ = ecli.Close()

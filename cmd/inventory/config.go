@@ -14,6 +14,7 @@ import (
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/cli"
+	"github.com/locklab/locklab/internal/locks/handoff"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/locklab/locklab/internal/server"
 	"github.com/locklab/locklab/internal/versions"
@@ -35,6 +36,7 @@ type config struct {
 	LockKey        string
 	TTL            time.Duration
 	Retry          time.Duration
+	Claim          time.Duration
 	RedlockRetry   time.Duration
 	Wait           string
 	Work           time.Duration
@@ -93,6 +95,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&cfg.RedlockRetry, "redlock-retry", 100*time.Millisecond,
 		"mean wait between redlock attempts: each one costs a round trip to every node, so it polls less often (redsync's default is 50-250ms)")
 	fs.StringVar(&cfg.Wait, "wait", "poll", "how a waiter waits for a taken lock (v3-v8): poll (try every -retry, the tutorial's way), notify (queue; the release wakes the first waiter, who tries, as Redisson's fair lock does) or handoff (queue; the release hands the lock to the first waiter, as Go's sync.Mutex does when starving)")
+	fs.DurationVar(&cfg.Claim, "claim", handoff.DefaultClaim, "with -wait notify or handoff: how long a waiter woken for the lock, or handed it, has to take it; past that it is taken for dead (its replica killed, its client gone) and the next waiter is served")
 	fs.DurationVar(&cfg.Work, "work", 0, "simulated business time between reading and writing the stock")
 	fs.DurationVar(&cfg.AcquireTimeout, "acquire-timeout", 10*time.Second, "longest wait for the lock before answering 503")
 	fs.BoolVar(&cfg.LockOverride, "lock-override", false, "let /sale?lock=NAME choose the version per request")
@@ -146,6 +149,8 @@ func (c config) validate() error {
 		return fmt.Errorf("-ttl %s: want > 0", c.TTL)
 	case c.Retry <= 0:
 		return fmt.Errorf("-retry %s: want > 0", c.Retry)
+	case c.Claim <= 0 || c.Claim >= c.TTL:
+		return fmt.Errorf("-claim %s: want > 0 and shorter than -ttl %s", c.Claim, c.TTL)
 	case c.RedlockRetry <= 0:
 		return fmt.Errorf("-redlock-retry %s: want > 0", c.RedlockRetry)
 	case c.Work < 0:

@@ -93,10 +93,10 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 		return err
 	}
 	defer ecli.Close()
-	deps := versions.Deps{Redis: rdb, Redlock: nodes, Etcd: ecli, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, ReplicaAck: cfg.ReplicaAck,
+	deps := versions.Deps{Redis: rdb, Redlock: nodes, Etcd: ecli, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, Claim: cfg.Claim, ReplicaAck: cfg.ReplicaAck,
 		RedlockRetry: cfg.RedlockRetry, Log: log, Observer: mx}
 	if slices.ContainsFunc(cfg.variants(), func(v versions.Variant) bool { return versions.Queued(v.Wait) }) {
-		n := retry.NewNotifier(ctx, rdb, cfg.LockKey, min(cfg.TTL, retry.Backstop), log)
+		n := retry.NewNotifier(ctx, rdb, cfg.LockKey, min(cfg.TTL, retry.Backstop), cfg.Claim, log)
 		defer n.Close()
 		deps.Notifier = n
 	}

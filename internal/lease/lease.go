@@ -43,10 +43,18 @@ func New(release func(context.Context) error, token int64, lost <-chan struct{})
 	return held{release: release, token: token, lost: lost}
 }
 
+// Timed returns a Lease whose Lost is d's: lost when its deadline passes.
+// IsLost then also reads the clock, so a holder checking right after a
+// freeze sees the lease gone before d's timer has caught up.
+func Timed(release func(context.Context) error, token int64, d *Deadline) Lease {
+	return held{release: release, token: token, lost: d.Lost(), deadline: d}
+}
+
 type held struct {
-	release func(context.Context) error
-	token   int64
-	lost    <-chan struct{}
+	release  func(context.Context) error
+	token    int64
+	lost     <-chan struct{}
+	deadline *Deadline // nil: untimed
 }
 
 func (h held) Release(ctx context.Context) error { return h.release(ctx) }
@@ -57,11 +65,18 @@ func (h held) Lost() <-chan struct{}             { return h.lost }
 // lost channel stay. A wrapper uses it to act around the release (wake the
 // next waiter, stop a watchdog), calling l.Release itself.
 func WithRelease(l Lease, release func(context.Context) error) Lease {
-	return held{release: release, token: l.Token(), lost: l.Lost()}
+	h := held{release: release, token: l.Token(), lost: l.Lost()}
+	if t, ok := l.(held); ok {
+		h.deadline = t.deadline
+	}
+	return h
 }
 
 // IsLost reports whether l is known lost now, without waiting.
 func IsLost(l Lease) bool {
+	if h, ok := l.(held); ok && h.deadline != nil && h.deadline.Passed() {
+		return true
+	}
 	select {
 	case <-l.Lost():
 		return true

@@ -17,6 +17,8 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/locks/handoff"
+	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -187,12 +189,16 @@ func (e Env) lockAfterFirst(ctx context.Context, first, second <-chan reply) (re
 	return r1, held, r2, err
 }
 
-// ClearLock deletes lock's key (etcd's: every key under its prefix), so
-// that what comes next finds the lock free: v3's key stays for ever once its
-// holder was killed, and would stop every later version that shares it.
+// ClearLock deletes lock's key and its wait queues (etcd's: every key under
+// its prefix), so that what comes next finds the lock free and nobody
+// queued: v3's key stays for ever once its holder was killed, and would stop
+// every later version that shares it; a killed waiter's queue entry would
+// stand before the next cell's waiters.
 func (e Env) ClearLock(ctx context.Context, lock string) error {
-	if err := e.Redis.Del(ctx, e.LockKey).Err(); err != nil {
-		return fmt.Errorf("scenario: deleting %s: %w", e.LockKey, err)
+	h := handoff.For(e.LockKey)
+	queue, woken := retry.QueueKeys(e.LockKey)
+	if err := e.Redis.Del(ctx, e.LockKey, h.Queue, h.Deadlines, h.Granted, queue, woken).Err(); err != nil {
+		return fmt.Errorf("scenario: deleting %s and its queues: %w", e.LockKey, err)
 	}
 	if lock == "etcd" {
 		if _, err := e.Etcd.Delete(ctx, e.LockKey+"/", clientv3.WithPrefix()); err != nil {

@@ -110,6 +110,8 @@ var All = bind(catalogue, map[string]runFunc{
 	"lost-lease":             lostLease,
 	"release-race":           releaseRace,
 	"crash-holder":           crashHolder,
+	"dead-waiter-handoff":    deadWaiter("handoff"),
+	"dead-waiter-notify":     deadWaiter("notify"),
 	"node-down":              nodeDown,
 	"majority-down":          majorityDown,
 	"partition-holder":       partitionHolder(false),

@@ -31,7 +31,7 @@ func TestMatrix(t *testing.T) {
 // of versions that exist: a typo there would fail every run of its cell.
 func TestCatalogue(t *testing.T) {
 	outcomes := []string{Oversell, NoOversell, ForeignDelete, NoForeignDelete, DeletesSuccessor, KeepsSuccessor,
-		WaitsOnItself, Passes, StaleRefused, Deadlock, Clean503, KeepsSelling, Resumes, StopsBeforeWrite, TwoHolders, NoTwoHolders, ConfirmedLost, NoConfirmedLost}
+		WaitsOnItself, Passes, StaleRefused, Deadlock, Clean503, KeepsSelling, Resumes, StopsBeforeWrite, TwoHolders, NoTwoHolders, ConfirmedLost, NoConfirmedLost, MovesOn}
 	for _, s := range All {
 		if len(s.Expect) == 0 || s.run == nil || s.Injected == "" {
 			t.Errorf("%s is incomplete", s.Name)

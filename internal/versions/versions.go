@@ -94,6 +94,9 @@ type Deps struct {
 	LockKey string        // default api.DefaultLockKey, the tutorial's
 	TTL     time.Duration // the lease (v4 on); default 20 s, the tutorial's
 	Retry   time.Duration // mean wait between polls, single-node locks; default 20 ms
+	// Claim is how long a waiter handed the lock (-wait handoff) has to
+	// claim it; default handoff.DefaultClaim.
+	Claim time.Duration
 	// RedlockRetry is redlock's: each attempt is a round trip to every node
 	// (and a release on all of them when it fails), so it polls less often;
 	// default 100 ms.
@@ -170,16 +173,16 @@ func Build(d Deps, v Variant) map[string]sale.Method {
 	local := func(name string) sale.Method {
 		return sale.Method{Name: name, Lock: retry.Local(mutex.New(), d.counter(name, ""))}
 	}
-	key, ttl, fence, handoff := d.LockKey, d.TTL, v.Fence, v.Wait == "handoff"
-	hash := reentrant.Options{Key: key, TTL: ttl, Fence: fence, Handoff: handoff}
+	key, ttl, fence, handoff, claim := d.LockKey, d.TTL, v.Fence, v.Wait == "handoff", d.Claim
+	hash := reentrant.Options{Key: key, TTL: ttl, Fence: fence, Handoff: handoff, Claim: claim}
 	methods := map[string]sale.Method{
 		"none":    {Name: "none"},
 		"v1":      local("v1"),
 		"v2":      local("v2"),
-		"v3":      single("v3", setnx.New(d.Redis, setnx.Options{Key: key, Fence: fence, Handoff: handoff})),
-		"v4":      single("v4", setnx.New(d.Redis, setnx.Options{Key: key, TTL: ttl, Fence: fence, Handoff: handoff})),
-		"v5":      single("v5", setnx.New(d.Redis, setnx.Options{Key: key, TTL: ttl, OwnerCheck: true, Fence: fence, Handoff: handoff})),
-		"v6":      single("v6", lua.New(d.Redis, lua.Options{Key: key, TTL: ttl, Fence: fence, Handoff: handoff})),
+		"v3":      single("v3", setnx.New(d.Redis, setnx.Options{Key: key, Fence: fence, Handoff: handoff, Claim: claim})),
+		"v4":      single("v4", setnx.New(d.Redis, setnx.Options{Key: key, TTL: ttl, Fence: fence, Handoff: handoff, Claim: claim})),
+		"v5":      single("v5", setnx.New(d.Redis, setnx.Options{Key: key, TTL: ttl, OwnerCheck: true, Fence: fence, Handoff: handoff, Claim: claim})),
+		"v6":      single("v6", lua.New(d.Redis, lua.Options{Key: key, TTL: ttl, Fence: fence, Handoff: handoff, Claim: claim})),
 		"v7":      single("v7", reentrant.New(d.Redis, hash)),
 		"v8":      single("v8", watchdog.New(d.Redis, hash, d.Log.With("lock", "v8"), d.Observer)),
 		"redlock": polled("redlock", redlock.New(d.Redlock, redlock.Options{Key: key, TTL: ttl, Fence: fence}), d.RedlockRetry, domain("redlock")),

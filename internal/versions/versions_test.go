@@ -46,7 +46,7 @@ func TestBuildMatchesCatalogue(t *testing.T) {
 func TestWaitMatchesCatalogue(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	defer rdb.Close()
-	n := retry.NewNotifier(context.Background(), rdb, "lock", time.Hour, nil)
+	n := retry.NewNotifier(context.Background(), rdb, "lock", time.Hour, 0, nil)
 	defer n.Close()
 	for _, wait := range versions.Waits {
 		methods := versions.Build(versions.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb}, Notifier: n}, versions.Variant{Wait: wait})

@@ -11,6 +11,10 @@
 // revision: cluster-wide, durable, and larger for every later holder (seed
 // 003's resource-side version number).
 //
+// The lease's Lost channel closes at the lease's own deadline, counted from
+// the sending of the grant or of the holder's last keep-alive that
+// succeeded, less a drift margin (see watch), or when the session ends.
+//
 // What it fixes: a Raft majority decides, so a member's failure loses neither
 // the lock nor a token; waiters are served in arrival order. What it does not
 // fix: a holder paused past its lease (a GC pause, SIGSTOP) loses the lock
@@ -106,6 +110,7 @@ func (l *Locker) acquire(ctx context.Context, lock func(*concurrency.Mutex) erro
 	// The lease is granted under the request's deadline (with no quorum,
 	// etcd never answers); its session, which keeps it alive, outlives the
 	// deadline (for as long as the sale runs) but not the release.
+	sent := time.Now()
 	granted, err := l.cli.Grant(ctx, int64(l.ttl))
 	if err != nil {
 		return nil, l.failed(ctx, "grant a lease", err)
@@ -115,9 +120,14 @@ func (l *Locker) acquire(ctx context.Context, lock func(*concurrency.Mutex) erro
 		l.revoke(ctx, granted.ID)
 		return nil, l.failed(ctx, "open a session", err)
 	}
+	k := l.watch(ctx, s, sent, granted.TTL)
+	closeSession := func(ctx context.Context) {
+		k.stop()
+		l.closeSession(ctx, s)
+	}
 	m := concurrency.NewMutex(s, l.prefix)
 	if err := lock(m); err != nil {
-		l.closeSession(ctx, s)
+		closeSession(ctx)
 		if errors.Is(err, lease.ErrTaken) {
 			return nil, err
 		}
@@ -127,15 +137,68 @@ func (l *Locker) acquire(ctx context.Context, lock func(*concurrency.Mutex) erro
 	if l.fence {
 		if token, err = l.createRevision(ctx, m); err != nil {
 			_ = l.release(context.WithoutCancel(ctx), m)
-			l.closeSession(ctx, s)
+			closeSession(ctx)
 			return nil, l.failed(ctx, "read the token", err)
 		}
 	}
 	release := func(ctx context.Context) error {
-		defer l.closeSession(ctx, s)
+		defer closeSession(ctx)
 		return l.release(ctx, m)
 	}
-	return lease.New(release, token, s.Done()), nil
+	return lease.Timed(release, token, k.valid), nil
+}
+
+// kept is a session's lease as this holder knows it: valid until its
+// deadline, which the holder's own keep-alives move on.
+type kept struct {
+	valid *lease.Deadline
+	quit  chan struct{}
+	done  chan struct{}
+}
+
+func (k kept) stop() {
+	close(k.quit)
+	<-k.done
+	k.valid.Stop()
+}
+
+// watch keeps the validity of s's lease, granted ttl seconds by a request
+// sent at sent: its Lost closes at the deadline counted from that sending,
+// less a drift margin. The session keeps the lease alive by itself, but its
+// client counts the lease's end from when a keep-alive's reply arrived, and
+// says so late; so this holder sends its own keep-alive every third of the
+// lease and counts from when it sent it. A hold shorter than that (every
+// sale at normal speed) sends none. The session ending (its lease gone)
+// closes Lost at once.
+func (l *Locker) watch(ctx context.Context, s *concurrency.Session, sent time.Time, ttl int64) kept {
+	d := time.Duration(ttl) * time.Second
+	k := kept{valid: lease.NewDeadline(lease.ValidUntil(sent, d), nil), quit: make(chan struct{}), done: make(chan struct{})}
+	ctx = context.WithoutCancel(ctx)
+	go func() {
+		defer close(k.done)
+		tick := time.NewTicker(d / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-k.quit:
+				return
+			case <-k.valid.Lost():
+				return
+			case <-s.Done():
+				k.valid.Lose()
+				return
+			case <-tick.C:
+			}
+			sent := time.Now()
+			kctx, cancel := context.WithTimeout(ctx, d/3)
+			resp, err := l.cli.KeepAliveOnce(kctx, s.Lease())
+			cancel()
+			if err == nil {
+				k.valid.Extend(lease.ValidUntil(sent, time.Duration(resp.TTL)*time.Second))
+			}
+		}
+	}()
+	return k
 }
 
 // failed is an acquisition's error: the context's cause when it ended (a

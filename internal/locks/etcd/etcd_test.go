@@ -140,3 +140,44 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	g := etcd.New(etcdtest.Start(b, 3).Client(), etcd.Options{Key: "lock", TTL: 10 * time.Second})
 	locktest.BenchAcquireRelease(b, g)
 }
+
+// A hold kept past its lease stays valid while keep-alives succeed (the
+// holder's own move its deadline on); once the cluster has no quorum they
+// fail, and Lost closes at the deadline counted from the last one that
+// succeeded, by a timer, whatever the client's session believes.
+func TestEtcdLostAtTheDeadline(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	ctx := context.Background()
+	held, err := etcd.New(c.Client(), etcd.Options{Key: "lock", TTL: time.Second}).Acquire(ctx, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases, err := c.Client().Leases(ctx)
+	if err != nil || len(leases.Leases) != 1 {
+		t.Fatalf("leases %v (err %v), want the holder's", leases, err)
+	}
+	ttl, err := c.Client().TimeToLive(ctx, leases.Leases[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	granted := time.Duration(ttl.GrantedTTL) * time.Second
+	// Held for three leases: every keep-alive answered.
+	for end := time.Now().Add(3 * granted); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if lease.IsLost(held) {
+			t.Fatalf("lost while its keep-alives succeed (lease %s)", granted)
+		}
+	}
+	c.Members[0].Stop()
+	c.Members[1].Stop()
+	cut := time.Now()
+	select {
+	case <-held.Lost():
+	case <-time.After(10 * granted):
+		t.Fatalf("no quorum for %s and Lost still open", 10*granted)
+	}
+	// The last keep-alive that succeeded was sent at most a third of a
+	// lease before the cut: Lost closes within a lease of it.
+	if since := time.Since(cut); since > granted+granted/2 {
+		t.Fatalf("Lost closed %s after the quorum was gone, lease %s", since, granted)
+	}
+}

@@ -16,10 +16,18 @@
 // (queue.lua) followed by the version's body, so each version keeps its
 // lesson and only who gets the lock next, and how fast, changes.
 //
-// What it costs: a waiter that died while queued is still handed the lock if
-// its deadline has not passed, and holds it until its lease ends (v3: for
-// ever, v3's own lesson). A waiter that gives up leaves the queue, and if a
-// release handed it the lock meanwhile, passes it on.
+// A waiter can die while queued (its replica killed, its client gone). So a
+// grant is only an offer until claimed: the release gives the lock to the
+// head of the queue for a short claim deadline (Claim, default DefaultClaim:
+// a few round trips, whatever the version's lease, v3's none too); the woken
+// waiter claims it (claim.lua), and its lease starts then. At the claim
+// deadline the releasing process checks (Giver.Watch): a grant not claimed is
+// taken back and handed to the next waiter still queued, so a dead waiter
+// costs the queue one claim deadline, not a whole lease (v3: for ever). If
+// the releasing process dies too, the unclaimed grant expires by itself and
+// the waiters' own periodic check takes the free lock. A waiter that gives up
+// leaves the queue, and if a release handed it the lock meanwhile, passes it
+// on.
 package handoff
 
 import (
@@ -28,6 +36,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/locklab/locklab/internal/locks/fence"
@@ -40,7 +49,18 @@ var (
 	//go:embed leave.lua
 	leaveSrc    string
 	leaveScript = Script(leaveSrc)
+	//go:embed claim.lua
+	claimSrc    string
+	claimScript = Script(claimSrc)
+	//go:embed reclaim.lua
+	reclaimSrc    string
+	reclaimScript = Script(reclaimSrc)
 )
+
+// DefaultClaim is how long a waiter handed the lock has to claim it: a few
+// round trips and a busy scheduler's delay in delivering the grant, far less
+// than any lease. A live waiter that misses it loses only its turn.
+const DefaultClaim = 200 * time.Millisecond
 
 // Script returns a hand-off script: the queue functions, then the plain
 // scripts given, each as a local function of that name (their top-level
@@ -61,7 +81,7 @@ type Plain struct{ Name, Src string }
 // Keys are one lock's hand-off keys, in the order every hand-off script
 // takes them (List).
 type Keys struct {
-	Lock, Queue, Deadlines, Counter string
+	Lock, Queue, Deadlines, Counter, Granted string
 }
 
 // For returns the hand-off keys of lockKey.
@@ -71,6 +91,7 @@ func For(lockKey string) Keys {
 		Queue:     lockKey + ":handoff",
 		Deadlines: lockKey + ":handoff:deadlines",
 		Counter:   fence.CounterKey(lockKey),
+		Granted:   lockKey + ":handoff:granted",
 	}
 }
 
@@ -92,9 +113,117 @@ type Waiter struct {
 }
 
 // List is the KEYS of every hand-off script: lock, counter, queue,
-// deadlines. The lock and its counter come first, as in the versions' plain
-// scripts, so a hand-off script can run a plain one's body as a function.
-func (k Keys) List() []string { return []string{k.Lock, k.Counter, k.Queue, k.Deadlines} }
+// deadlines, grant marker. The lock and its counter come first, as in the
+// versions' plain scripts, so a hand-off script can run a plain one's body as
+// a function.
+func (k Keys) List() []string { return []string{k.Lock, k.Counter, k.Queue, k.Deadlines, k.Granted} }
+
+// Claim makes the grant a release handed owner its own, with a lease of ttl
+// (0: no expiry, v3) counted from now. It reports false when the grant was
+// taken back first (not claimed within the claim deadline): owner holds
+// nothing, and must wait again.
+func Claim(ctx context.Context, rdb redis.Scripter, k Keys, owner string, ttl time.Duration) (bool, error) {
+	n, err := claimScript.Run(ctx, rdb, []string{k.Lock, k.Granted}, owner, fence.PX(ttl)).Int()
+	if err != nil {
+		return false, fmt.Errorf("handoff: claim %s: %w", k.Lock, err)
+	}
+	return n == 1, nil
+}
+
+// Giver is how a lock's releases hand it over: its keys, the lock's kind
+// ("string": v3 to v6; "hash": v7, v8), the claim deadline and whether the
+// next holder gets a fencing token; and the check it runs after claim
+// deadlines (Released). Safe for concurrent use.
+type Giver struct {
+	rdb   redis.Scripter
+	keys  Keys
+	kind  string
+	claim time.Duration
+	fence bool
+	check *Recheck
+}
+
+// NewGiver returns the Giver of the lock k on rdb; claim <= 0 means
+// DefaultClaim.
+func NewGiver(rdb redis.Scripter, k Keys, kind string, claim time.Duration, fenced bool) *Giver {
+	if claim <= 0 {
+		claim = DefaultClaim
+	}
+	g := &Giver{rdb: rdb, keys: k, kind: kind, claim: claim, fence: fenced}
+	g.check = NewRecheck(g.reclaim)
+	return g
+}
+
+// ClaimMS is the claim deadline as the scripts take it.
+func (g *Giver) ClaimMS() int64 { return fence.PX(g.claim) }
+
+// Released reads a hand-over script's reply: an integer status (the
+// version's own), or the owner the lock was handed to. A grant is then
+// checked after its claim deadline: if its waiter has not claimed it by
+// then, the grant is taken back and the lock handed to the next waiter
+// still queued, whose grant is checked in turn. A check that fails leaves an
+// unclaimed grant to expire by itself; the waiters' periodic check then
+// takes the free lock.
+func (g *Giver) Released(reply any) (int64, error) {
+	switch v := reply.(type) {
+	case int64:
+		return v, nil
+	case string:
+		g.check.After(g.claim + time.Millisecond)
+		return 1, nil
+	default:
+		return 0, fmt.Errorf("handoff: hand over %s: unexpected reply %T %v", g.keys.Lock, reply, reply)
+	}
+}
+
+// reclaim checks the grant in flight and says when to check again.
+func (g *Giver) reclaim() time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ms, err := reclaimScript.Run(ctx, g.rdb, g.keys.List(), g.kind, g.ClaimMS(), Flag(g.fence)).Int64()
+	if err != nil || ms <= 0 {
+		return 0
+	}
+	return time.Duration(ms)*time.Millisecond + time.Millisecond
+}
+
+// Recheck runs a check after a delay, one at a time: asking for a check
+// while one is scheduled changes nothing, and the check says when it wants
+// to run again (0: not until asked). Under load a release asks every
+// millisecond and nearly every check finds nothing to do (the grant was
+// claimed, the woken waiter took the lock), so one scheduled check serves
+// them all. Safe for concurrent use.
+type Recheck struct {
+	check func() time.Duration
+
+	mu      sync.Mutex
+	pending bool
+}
+
+// NewRecheck returns a Recheck of check.
+func NewRecheck(check func() time.Duration) *Recheck { return &Recheck{check: check} }
+
+// After schedules the check in d, unless one is scheduled already.
+func (r *Recheck) After(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending {
+		return
+	}
+	r.pending = true
+	time.AfterFunc(d, r.run)
+}
+
+func (r *Recheck) run() {
+	next := r.check()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if next <= 0 {
+		r.pending = false
+		return
+	}
+	time.AfterFunc(next, r.run)
+}
 
 // Leave takes owner out of k's queue. If a release handed owner the lock
 // meanwhile, release passes it on (to the next waiter, or frees it).

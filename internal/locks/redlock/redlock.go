@@ -7,9 +7,15 @@
 // clients per request, the slowness it reports), a failed acquisition never
 // falls through to the sale, and release errors are reported.
 //
+// The lease's Lost channel closes when its validity ends (the lease less the
+// time the acquisition took and a drift margin, as the Redlock algorithm
+// counts it), so a sale that checks before it writes does not write on a
+// lease that ran out.
+//
 // What it still gets wrong (seed 003, Kleppmann's critique): it relies on
-// timing. A holder frozen longer than the lease (a GC pause, SIGSTOP) wakes up
-// believing it still holds a lock that another owner now holds.
+// timing. A holder frozen longer than the lease (a GC pause, SIGSTOP) after
+// that check wakes up believing it still holds a lock that another owner now
+// holds.
 package redlock
 
 import (
@@ -95,13 +101,21 @@ func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, err
 		redsync.WithExpiry(ttl),
 		redsync.WithGenValueFunc(func() (string, error) { return owner, nil }),
 	)
+	sent := time.Now()
 	if err := m.TryLockContext(ctx); err != nil {
 		if down := l.failedNodes(err); l.nodes-down < l.quorum {
 			return nil, fmt.Errorf("%w: %d of %d nodes failed: %s", ErrNoQuorum, down, l.nodes, oneLine(err))
 		}
 		return nil, lease.ErrTaken // taken, or a minority down: try again
 	}
-	release := func(ctx context.Context) error { return l.release(ctx, m) }
+	// The lease's validity, as Redlock counts it (redsync's Until, and a
+	// little sooner): from the sending of the first request, less the drift.
+	// Lost closes then, by a timer: nothing renews a Redlock here.
+	valid := lease.NewDeadline(lease.ValidUntil(sent, ttl), nil)
+	release := func(ctx context.Context) error {
+		valid.Stop()
+		return l.release(ctx, m)
+	}
 	var token int64
 	if l.opts.Fence {
 		var err error
@@ -109,7 +123,7 @@ func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, err
 			return nil, errors.Join(err, release(context.WithoutCancel(ctx)))
 		}
 	}
-	return lease.New(release, token, nil), nil
+	return lease.Timed(release, token, valid), nil
 }
 
 func (l *Locker) release(ctx context.Context, m *redsync.Mutex) error {

@@ -3,6 +3,8 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -181,4 +183,52 @@ func TestLeasePerRequest(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// Nothing renews a Redlock: its Lost closes when its validity ends, before
+// the key expires on any node of the majority that granted it (their
+// PEXPIRETIME, on the same machine's clock), in each of 50 locks at once.
+func TestLostBeforeTheKeysExpire(t *testing.T) {
+	nodes := cluster(t)
+	clients := make([]redis.UniversalClient, len(nodes))
+	for i, n := range nodes {
+		clients[i] = n.Client()
+	}
+	ctx := context.Background()
+	const ttl = time.Second
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			key := fmt.Sprint("validity-", i)
+			l, err := redlock.New(clients, redlock.Options{Key: key, TTL: ttl}).TryAcquire(ctx, "owner")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			var first time.Time
+			for _, c := range clients {
+				ms, err := c.PExpireTime(ctx, key).Result()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if at := time.UnixMilli(ms.Milliseconds()); ms > 0 && (first.IsZero() || at.Before(first)) {
+					first = at
+				}
+			}
+			select {
+			case <-l.Lost():
+			case <-time.After(10 * ttl):
+				t.Errorf("%s: Lost still open %s after the acquire", key, 10*ttl)
+				return
+			}
+			if lost := time.Now(); !lost.Before(first) {
+				t.Errorf("%s: Lost closed %s after the key expired on a node", key, lost.Sub(first))
+			}
+			if !lease.IsLost(l) {
+				t.Errorf("%s: IsLost false after Lost closed", key)
+			}
+		})
+	}
+	wg.Wait()
 }

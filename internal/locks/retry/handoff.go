@@ -18,9 +18,10 @@ type Queuer interface {
 	// as w says in the same step and answers lease.ErrTaken. When w.Queued,
 	// a release may have handed owner the lock.
 	TryOrQueue(ctx context.Context, owner string, w handoff.Waiter) (lease.Lease, error)
-	// Granted is the lease of the hold a release handed owner, with the
-	// token it came with.
-	Granted(ctx context.Context, owner string, token int64) lease.Lease
+	// Granted claims the hold a release handed owner, with the token it
+	// came with: its lease starts then. lease.ErrTaken when the grant was
+	// taken back first (not claimed within the claim deadline).
+	Granted(ctx context.Context, owner string, token int64) (lease.Lease, error)
 	// Leave takes owner out of the queue and, if a release handed it the
 	// lock meanwhile, passes the lock on.
 	Leave(ctx context.Context, owner string) error
@@ -70,7 +71,21 @@ func (w *HandedOff) Acquire(ctx context.Context, owner string) (lease.Lease, err
 	for {
 		select {
 		case token := <-granted:
-			return w.g.Granted(attemptCtx, owner, token), nil
+			// Its claim is a round trip, not an attempt: it cannot find
+			// the lock taken, only its grant taken back.
+			l, err := w.g.Granted(attemptCtx, owner, token)
+			if err == nil {
+				return l, nil
+			}
+			if !errors.Is(err, lease.ErrTaken) {
+				w.leave(attemptCtx, owner)
+				return nil, err
+			}
+			// Claimed too late: the grant went to the next waiter. Queue
+			// again (or take the lock if it is free).
+			if l, err := try(true); !errors.Is(err, lease.ErrTaken) {
+				return l, err
+			}
 		case <-timer.C:
 			if ctx.Err() != nil {
 				continue // ctx.Done is ready: leave

@@ -20,15 +20,19 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// claim is the tests' claim deadline: short, so a dead waiter's grant
+// passes on quickly, and long enough for a live waiter on a busy machine.
+const claim = 150 * time.Millisecond
+
 // queuers are v3 to v8 built for -wait handoff on key, with lease ttl (v3
 // has none), fenced or not.
 func queuers(rdb *redis.Client, key string, ttl time.Duration, fenced bool) map[string]retry.Queuer {
-	hash := reentrant.Options{Key: key, TTL: ttl, Fence: fenced, Handoff: true}
+	hash := reentrant.Options{Key: key, TTL: ttl, Fence: fenced, Handoff: true, Claim: claim}
 	return map[string]retry.Queuer{
-		"v3": setnx.New(rdb, setnx.Options{Key: key, Fence: fenced, Handoff: true}),
-		"v4": setnx.New(rdb, setnx.Options{Key: key, TTL: ttl, Fence: fenced, Handoff: true}),
-		"v5": setnx.New(rdb, setnx.Options{Key: key, TTL: ttl, OwnerCheck: true, Fence: fenced, Handoff: true}),
-		"v6": lua.New(rdb, lua.Options{Key: key, TTL: ttl, Fence: fenced, Handoff: true}),
+		"v3": setnx.New(rdb, setnx.Options{Key: key, Fence: fenced, Handoff: true, Claim: claim}),
+		"v4": setnx.New(rdb, setnx.Options{Key: key, TTL: ttl, Fence: fenced, Handoff: true, Claim: claim}),
+		"v5": setnx.New(rdb, setnx.Options{Key: key, TTL: ttl, OwnerCheck: true, Fence: fenced, Handoff: true, Claim: claim}),
+		"v6": lua.New(rdb, lua.Options{Key: key, TTL: ttl, Fence: fenced, Handoff: true, Claim: claim}),
 		"v7": reentrant.New(rdb, hash),
 		"v8": watchdog.New(rdb, hash, nil, nil),
 	}
@@ -124,10 +128,10 @@ func TestHandoffServesInArrivalOrder(t *testing.T) {
 			}
 			for _, n := range attempts {
 				if n != 1 {
-					t.Fatalf("attempts per acquisition %v, want 1 each: a waiter handed the lock makes no attempt", attempts)
+					t.Fatalf("attempts per acquisition %v, want 1 each: a waiter handed the lock makes no attempt (its claim is none)", attempts)
 				}
 			}
-			if n := rdb.Exists(ctx, key, key+":handoff", key+":handoff:deadlines").Val(); n != 0 {
+			if n := rdb.Exists(ctx, key, key+":handoff", key+":handoff:deadlines", key+":handoff:granted").Val(); n != 0 {
 				t.Fatalf("%d of the lock and its queue's keys left behind", n)
 			}
 		})
@@ -220,18 +224,21 @@ func TestHandoffGiveUpRaceThroughAcquire(t *testing.T) {
 	}
 }
 
-// A waiter that died while queued is still handed the lock, and holds it
-// until its lease ends: the waiter behind it waits about one lease (its check
-// every backstop then finds the lock free). With v3, which has no lease, the
-// dead waiter holds it for ever: v3's own lesson.
-func TestHandoffCrashedWaiter(t *testing.T) {
+// A waiter that died while queued (its replica killed) is handed the lock,
+// never claims it, and at the claim deadline the releasing process takes the
+// grant back and hands the lock to the live waiter behind it: the queue moves
+// on after one claim deadline, not a lease (v6, v8: 20 s here), and not never
+// (v3, whose own lock has no expiry). The live waiter's backstop is a minute,
+// so only that hand-over can serve it. Nothing holds the lock twice: the dead
+// waiter's grant is gone once the live one holds it.
+func TestHandoffDeadWaiter(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	ctx := context.Background()
-	const ttl = 300 * time.Millisecond
+	const ttl = 20 * time.Second
 	for _, name := range []string{"v3", "v6", "v8"} {
 		t.Run(name, func(t *testing.T) {
-			key := "crash-" + name
-			g := queuers(rdb, key, ttl, false)[name]
+			key := "dead-" + name
+			g := queuers(rdb, key, ttl, true)[name]
 			holder, err := g.TryOrQueue(ctx, "holder", waiter(time.Minute, false))
 			if err != nil {
 				t.Fatal(err)
@@ -239,34 +246,80 @@ func TestHandoffCrashedWaiter(t *testing.T) {
 			if _, err := g.TryOrQueue(ctx, "dead", waiter(time.Minute, false)); !errors.Is(err, lease.ErrTaken) {
 				t.Fatalf("the waiter that dies: %v, want queued", err)
 			}
-			w := retry.Handoff(g, notifier(t, rdb, key, 20*time.Millisecond), nil)
-			wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			w := handedOff(t, rdb, key, g, nil)
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			got := make(chan error, 1)
-			start := time.Now()
+			got := make(chan lease.Lease, 1)
 			go func() {
 				l, err := w.Acquire(wctx, "alive")
-				if err == nil {
-					err = l.Release(ctx)
+				if err != nil {
+					t.Error(err)
 				}
-				got <- err
+				got <- l
 			}()
 			locktest.WaitFor(t, 5*time.Second, "the live waiter queued", func() bool { return rdb.ZCard(ctx, key+":handoff").Val() == 2 })
+			released := time.Now()
 			release(t, holder)
-			assertHolder(t, rdb, key, "dead")
-			err = <-got
-			if name == "v3" {
-				if !errors.Is(err, context.DeadlineExceeded) {
-					t.Fatalf("v3: the live waiter got %v, want its deadline: a dead holder with no lease holds for ever", err)
-				}
+			l := <-got
+			if l == nil {
 				return
 			}
+			waited := time.Since(released)
+			if waited < claim {
+				t.Fatalf("the live waiter was served %s after the release, before the dead waiter's claim deadline (%s)", waited, claim)
+			}
+			if waited > ttl/2 {
+				t.Fatalf("the live waiter was served %s after the release: the dead waiter's grant was not passed on at its claim deadline (%s)", waited, claim)
+			}
+			assertHolder(t, rdb, key, "alive")
+			if l.Token() <= holder.Token()+1 {
+				t.Fatalf("token %d after the holder's %d: the dead waiter's grant and the live one's each issue one", l.Token(), holder.Token())
+			}
+			// The claimed lease is the version's own: none for v3, the TTL otherwise.
+			pttl := rdb.PTTL(ctx, key).Val()
+			if name == "v3" && pttl != -1 || name != "v3" && pttl <= claim {
+				t.Fatalf("after the claim the lock's PTTL is %v, want the version's lease (v3: none)", pttl)
+			}
+			release(t, l)
+			t.Logf("%s: served %s after the release (claim deadline %s)", name, waited.Round(time.Millisecond), claim)
+		})
+	}
+}
+
+// A live waiter that claims its grant too late finds it gone: it holds
+// nothing (lease.ErrTaken), and the lock is the next waiter's. Its claim
+// cannot take the lock from that waiter.
+func TestHandoffLateClaim(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	for _, name := range []string{"v3", "v4", "v7"} {
+		t.Run(name, func(t *testing.T) {
+			key := "late-" + name
+			g := queuers(rdb, key, 20*time.Second, false)[name]
+			holder, err := g.TryOrQueue(ctx, "holder", waiter(time.Minute, false))
 			if err != nil {
-				t.Fatalf("the live waiter: %v", err)
+				t.Fatal(err)
 			}
-			if waited := time.Since(start); waited < ttl {
-				t.Fatalf("the live waiter was served after %s, before the dead waiter's lease of %s ended", waited, ttl)
+			for _, w := range []string{"slow", "next"} {
+				if _, err := g.TryOrQueue(ctx, w, waiter(time.Minute, false)); !errors.Is(err, lease.ErrTaken) {
+					t.Fatalf("%s: %v, want queued", w, err)
+				}
 			}
+			release(t, holder)
+			assertHolder(t, rdb, key, "slow")
+			// No claim from slow: at the deadline the grant passes to next.
+			locktest.WaitFor(t, 5*time.Second, "the grant passed to the next waiter", func() bool {
+				return holds(rdb, key, "next")
+			})
+			if _, err := g.Granted(ctx, "slow", 0); !errors.Is(err, lease.ErrTaken) {
+				t.Fatalf("slow's late claim: %v, want lease.ErrTaken", err)
+			}
+			assertHolder(t, rdb, key, "next")
+			l, err := g.Granted(ctx, "next", 0)
+			if err != nil {
+				t.Fatalf("next's claim: %v", err)
+			}
+			release(t, l)
 		})
 	}
 }
@@ -434,7 +487,11 @@ func TestHandoffGrantsOnlyToItsReplica(t *testing.T) {
 					t.Fatalf("got %q on %s (%v), want %s's grant with a token above %d on %s", msg.Payload, msg.Channel, err, w, last, want)
 				}
 				last = grant.Token
-				release(t, g.Granted(ctx, w, grant.Token))
+				l, err := g.Granted(ctx, w, grant.Token)
+				if err != nil {
+					t.Fatalf("%s claiming its grant: %v", w, err)
+				}
+				release(t, l)
 			}
 			if err := rdb.Publish(ctx, a, "marker").Err(); err != nil {
 				t.Fatal(err)
@@ -442,7 +499,7 @@ func TestHandoffGrantsOnlyToItsReplica(t *testing.T) {
 			if msg, err := sub.ReceiveMessage(ctx); err != nil || msg.Payload != "marker" {
 				t.Fatalf("after the two grants: %v (%v), want the marker: nothing else was published", msg, err)
 			}
-			if n := rdb.Exists(ctx, key, keys.Queue, keys.Deadlines).Val(); n != 0 {
+			if n := rdb.Exists(ctx, key, keys.Queue, keys.Deadlines, keys.Granted).Val(); n != 0 {
 				t.Fatalf("%d of the lock and its queue's keys left behind", n)
 			}
 		})
@@ -482,4 +539,13 @@ func TestParseGrant(t *testing.T) {
 	if _, err := handoff.ParseGrant("a:1 x"); err == nil {
 		t.Error("a bad token parsed")
 	}
+}
+
+// holds reports whether owner holds key, a string lock or a hash lock.
+func holds(rdb *redis.Client, key, owner string) bool {
+	ctx := context.Background()
+	if v, err := rdb.Get(ctx, key).Result(); err == nil {
+		return v == owner
+	}
+	return rdb.HExists(ctx, key, owner).Val()
 }

@@ -30,15 +30,21 @@ import (
 //
 // A message can be lost (the subscription reconnecting), and a holder that
 // crashed never wakes anyone, so a waiter also checks its place every
-// Backstop without a message. A waiter that dies leaves its entry behind
-// until its deadline passes; until then the waiters behind it wait for it
-// (Redisson's fair lock has the same cost).
+// Backstop without a message. A waiter can die while queued (its replica
+// killed): woken, it never tries. So a woken waiter has a claim deadline
+// (handoff.DefaultClaim by default) to take the lock; the releasing process
+// checks at that deadline, and a first waiter that was woken and has not
+// taken the free lock is dropped and the next one woken. Without it the
+// waiters behind a dead one waited for its own deadline (Redisson's fair lock
+// has that cost).
 //
 // One Notifier serves one lock key in a process: one subscription, shared by
 // every waiter, each woken by its owner name.
 type Notifier struct {
 	lockKey  string
 	queue    string
+	woken    string // notify's woken waiters and their claim deadlines
+	claim    time.Duration
 	channel  string // notify's wake-ups, every replica's
 	grants   string // hand-off's grants to this Notifier's waiters only
 	backstop time.Duration
@@ -53,6 +59,13 @@ type Notifier struct {
 	// back, so that a nested acquisition does not queue behind the waiters
 	// who wait for the lock it already holds.
 	holders map[string]int
+	recheck *handoff.Recheck // the check after a woken waiter's claim deadline
+}
+
+// QueueKeys are -wait notify's keys of lockKey: its queue and its woken
+// waiters.
+func QueueKeys(lockKey string) (queue, woken string) {
+	return lockKey + ":queue", lockKey + ":queue:woken"
 }
 
 // WakeChannel is the channel -wait notify wakes lockKey's waiters on, every
@@ -67,31 +80,43 @@ const Backstop = time.Second
 const defaultWait = time.Minute
 
 var (
+	//go:embed dead.lua
+	deadSrc string
 	//go:embed enqueue.lua
 	enqueueSrc    string
-	enqueueScript = redis.NewScript(enqueueSrc)
+	enqueueScript = redis.NewScript(deadSrc + enqueueSrc)
 	//go:embed wake.lua
 	wakeSrc    string
-	wakeScript = redis.NewScript(wakeSrc)
+	wakeScript = redis.NewScript(deadSrc + wakeSrc)
+	//go:embed unwake.lua
+	unwakeSrc    string
+	unwakeScript = redis.NewScript(unwakeSrc)
 )
 
 // NewNotifier subscribes on rdb to lockKey's wake-up channel (-wait notify,
 // every replica's) and to a grant channel of its own (-wait handoff: the
 // releases publish there only the grants to its waiters), and returns the
 // Notifier of lockKey, whose waiters check their place every backstop
-// (Backstop when <= 0) without a message. A subscription that fails now is
-// retried by go-redis in the background; until it is up, waiters check every
-// backstop. log may be nil. Close stops it.
-func NewNotifier(ctx context.Context, rdb *redis.Client, lockKey string, backstop time.Duration, log *slog.Logger) *Notifier {
+// (Backstop when <= 0) without a message, and take the lock they are woken
+// for within claim (handoff.DefaultClaim when <= 0). A subscription that
+// fails now is retried by go-redis in the background; until it is up,
+// waiters check every backstop. log may be nil. Close stops it.
+func NewNotifier(ctx context.Context, rdb *redis.Client, lockKey string, backstop, claim time.Duration, log *slog.Logger) *Notifier {
 	if backstop <= 0 {
 		backstop = Backstop
+	}
+	if claim <= 0 {
+		claim = handoff.DefaultClaim
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	queue, woken := QueueKeys(lockKey)
 	n := &Notifier{
 		lockKey:  lockKey,
-		queue:    lockKey + ":queue",
+		queue:    queue,
+		woken:    woken,
+		claim:    claim,
 		channel:  WakeChannel(lockKey),
 		grants:   handoff.For(lockKey).Grants(uuid.NewString()),
 		backstop: backstop,
@@ -101,6 +126,7 @@ func NewNotifier(ctx context.Context, rdb *redis.Client, lockKey string, backsto
 		waiters:  map[string]chan int64{},
 		holders:  map[string]int{},
 	}
+	n.recheck = handoff.NewRecheck(n.check)
 	n.sub = rdb.Subscribe(ctx, n.channel, n.grants)
 	go n.listen()
 	return n
@@ -209,6 +235,7 @@ func (n *Notifier) queued(ctx context.Context, owner string, attempts *int, try 
 	}
 	timer := time.NewTimer(n.backstop)
 	defer timer.Stop()
+	wasWoken := false
 	for {
 		if first {
 			*attempts++
@@ -219,10 +246,14 @@ func (n *Notifier) queued(ctx context.Context, owner string, attempts *int, try 
 				}
 				return l, err
 			}
+			if wasWoken { // alive: not to be dropped at the claim deadline
+				n.unwake(attemptCtx, owner)
+			}
 		}
+		wasWoken = false
 		select {
 		case <-woken:
-			first = true
+			first, wasWoken = true, true
 		case <-timer.C:
 			timer.Reset(n.backstop)
 			if first, err = n.enqueue(attemptCtx, owner, wait); err != nil {
@@ -239,7 +270,7 @@ func (n *Notifier) queued(ctx context.Context, owner string, attempts *int, try 
 // enqueue joins the queue (or keeps the owner's place) and reports whether
 // the owner is first.
 func (n *Notifier) enqueue(ctx context.Context, owner string, wait time.Duration) (bool, error) {
-	first, err := enqueueScript.Run(ctx, n.rdb, []string{n.queue}, owner, strconv.FormatInt(wait.Milliseconds(), 10)).Int()
+	first, err := enqueueScript.Run(ctx, n.rdb, []string{n.queue, n.lockKey, n.woken}, owner, strconv.FormatInt(wait.Milliseconds(), 10)).Int()
 	if err != nil {
 		return false, fmt.Errorf("join the wait queue %s: %w", n.queue, err)
 	}
@@ -247,13 +278,48 @@ func (n *Notifier) enqueue(ctx context.Context, owner string, wait time.Duration
 }
 
 // leave takes owner out of the queue and wakes the next waiter if the lock is
-// free. A failure is only logged: the entry expires at its deadline, and the
-// waiters check their place every Backstop.
+// free; after that waiter's claim deadline a check follows (check). A
+// failure is only logged: the entry expires at its deadline, and the waiters
+// check their place every Backstop.
 func (n *Notifier) leave(ctx context.Context, owner string) {
+	if n.wake(ctx, owner) {
+		n.recheck.After(n.claim + time.Millisecond)
+	}
+}
+
+// wake runs wake.lua for owner ("" for none) and reports whether a waiter
+// was woken, or is still within its claim deadline.
+func (n *Notifier) wake(ctx context.Context, owner string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	if err := wakeScript.Run(ctx, n.rdb, []string{n.queue, n.lockKey}, owner, n.channel).Err(); err != nil {
+	err := wakeScript.Run(ctx, n.rdb, []string{n.queue, n.lockKey, n.woken}, owner, n.channel, n.claim.Milliseconds()).Err()
+	if err != nil && !errors.Is(err, redis.Nil) {
 		n.log.Warn("leaving the wait queue", "queue", n.queue, "err", err)
+	}
+	return err == nil
+}
+
+// check runs after a woken waiter's claim deadline: if the lock is still
+// free and a woken waiter whose deadline passed is still first, it died or
+// went away: it is dropped and the next waiter woken, and checked in turn.
+// It stops once the lock is held or none waits, or the Notifier is closed.
+func (n *Notifier) check() time.Duration {
+	select {
+	case <-n.done:
+		return 0
+	default:
+	}
+	if n.wake(context.Background(), "") {
+		return n.claim + time.Millisecond
+	}
+	return 0
+}
+
+// unwake says that owner, woken, found the lock taken and waits again: it
+// is alive, and must not be dropped at its claim deadline.
+func (n *Notifier) unwake(ctx context.Context, owner string) {
+	if err := unwakeScript.Run(ctx, n.rdb, []string{n.woken}, owner).Err(); err != nil {
+		n.log.Warn("waiting again in the queue", "queue", n.queue, "err", err)
 	}
 }
 

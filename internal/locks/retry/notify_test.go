@@ -12,6 +12,7 @@ import (
 	setnx "github.com/locklab/locklab/internal/locks/v3_setnx"
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
 	reentrant "github.com/locklab/locklab/internal/locks/v7_reentrant"
+	watchdog "github.com/locklab/locklab/internal/locks/v8_watchdog"
 	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/redis/go-redis/v9"
@@ -21,7 +22,7 @@ import (
 // replicas. The backstop is long, so a test that passes was woken by a message.
 func notifier(t *testing.T, rdb *redis.Client, key string, backstop time.Duration) *retry.Notifier {
 	t.Helper()
-	n := retry.NewNotifier(context.Background(), rdb, key, backstop, slog.New(slog.DiscardHandler))
+	n := retry.NewNotifier(context.Background(), rdb, key, backstop, claim, slog.New(slog.DiscardHandler))
 	t.Cleanup(n.Close)
 	return n
 }
@@ -194,4 +195,67 @@ func takeAndGive(ctx context.Context, g locktest.Locker, owner string) <-chan er
 		done <- err
 	}()
 	return done
+}
+
+// A waiter that died while queued (its replica killed) is woken by the
+// release and never tries. After its claim deadline the releasing process
+// checks, drops it, and wakes the live waiter behind it: the queue moves on
+// after one claim deadline, not the dead waiter's own wait deadline (5 s
+// here; the queue is in deadline order, so the live waiter, with 10 s,
+// queues behind it). The live waiter's backstop is a minute, so only that
+// wake-up can serve it.
+func TestNotifyDeadWaiter(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	const ttl = 20 * time.Second
+	for name, g := range map[string]retry.Guard{
+		"v3": setnx.New(rdb, setnx.Options{Key: "dead-v3"}),
+		"v6": lua.New(rdb, lua.Options{Key: "dead-v6", TTL: ttl}),
+		"v8": watchdog.New(rdb, reentrant.Options{Key: "dead-v8", TTL: ttl}, nil, nil),
+	} {
+		t.Run(name, func(t *testing.T) {
+			key := "dead-" + name
+			holderProc := retry.Notify(g, notifier(t, rdb, key, time.Minute), nil)
+			held, err := holderProc.Acquire(ctx, "holder")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The dead waiter: queued, as enqueue.lua queues, by a process
+			// that is gone (its deadline 5 s away on Redis's clock).
+			now, err := rdb.Time(ctx).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rdb.ZAdd(ctx, key+":queue", redis.Z{Score: float64(now.Add(5 * time.Second).UnixMilli()), Member: "dead"}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			live := retry.Notify(g, notifier(t, rdb, key, time.Minute), nil)
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			got := make(chan error, 1)
+			go func() {
+				l, err := live.Acquire(wctx, "alive")
+				if err == nil {
+					err = l.Release(ctx)
+				}
+				got <- err
+			}()
+			locktest.WaitFor(t, 5*time.Second, "the live waiter queued", func() bool { return rdb.ZCard(ctx, key+":queue").Val() == 3 })
+			released := time.Now()
+			if err := held.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-got; err != nil {
+				t.Fatalf("the live waiter behind the dead one: %v", err)
+			}
+			waited := time.Since(released)
+			if waited < claim || waited > 2500*time.Millisecond {
+				t.Fatalf("the live waiter was served %s after the release, want after the dead waiter's claim deadline (%s) and long before its own deadline (5 s)", waited, claim)
+			}
+			if n := rdb.Exists(ctx, key+":queue", key+":queue:woken").Val(); n != 0 {
+				t.Fatalf("queue %v, woken %v left behind", rdb.ZRange(ctx, key+":queue", 0, -1).Val(), rdb.HGetAll(ctx, key+":queue:woken").Val())
+			}
+			t.Logf("%s: served %s after the release (claim deadline %s)", name, waited.Round(time.Millisecond), claim)
+		})
+	}
 }

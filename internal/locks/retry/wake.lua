@@ -1,20 +1,30 @@
 -- Leave a lock's wait queue and, if the lock is free, wake the waiter that is
--- now first (-wait notify).
--- KEYS[1]: the queue (see enqueue.lua).
--- KEYS[2]: the lock key.
--- ARGV[1]: the owner leaving: it released the lock, or gave up waiting.
+-- now first (-wait notify). Follows dead.lua.
+-- KEYS[1]: the queue (see enqueue.lua). KEYS[2]: the lock key.
+-- KEYS[3]: the woken waiters (see enqueue.lua).
+-- ARGV[1]: the owner leaving: it released the lock, or gave up waiting; ''
+--          for none (the check at a woken waiter's claim deadline).
 -- ARGV[2]: the channel to PUBLISH on; the message is the owner to wake.
--- Returns 1 when a waiter was woken, 0 when the lock is held or none waits.
-redis.call('ZREM', KEYS[1], ARGV[1])
+-- ARGV[3]: how long the woken waiter has to take the lock, in ms.
+-- Returns the owner woken, or already woken and still within its claim
+-- deadline (the caller checks again then); false when the lock is held or
+-- none waits.
+if ARGV[1] ~= '' then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  redis.call('HDEL', KEYS[3], ARGV[1])
+end
 if redis.call('EXISTS', KEYS[2]) == 1 then
-  return 0
+  return false
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+notify_drop_dead(KEYS[1], KEYS[2], KEYS[3], now)
 local first = redis.call('ZRANGE', KEYS[1], 0, 0)[1]
-if first then
-  redis.call('PUBLISH', ARGV[2], first)
-  return 1
+if not first then
+  return false
 end
-return 0
+if not redis.call('HGET', KEYS[3], first) then
+  redis.call('HSET', KEYS[3], first, string.format('%d', now + tonumber(ARGV[3])))
+  redis.call('PUBLISH', ARGV[2], first)
+end
+return first

@@ -2,15 +2,17 @@
 -- queued (-wait handoff), or free it when none waits. Follows the hand-off
 -- queue functions (package handoff, queue.lua).
 -- KEYS[1]: the lock key. KEYS[2]: the fencing counter (used only when ARGV[4]
--- is 1). KEYS[3]: the queue. KEYS[4]: the deadlines.
+-- is 1). KEYS[3]: the queue. KEYS[4]: the deadlines. KEYS[5]: the grant
+-- marker.
 -- ARGV[1]: the owner releasing.
 -- ARGV[2]: 1 to check in this step that the owner still holds the lock (v6);
 --          0 hands over whatever holds it, as v3 to v5's DEL deletes it.
--- ARGV[3]: the next holder's lease in ms; 0 means no expiry (v3).
+-- ARGV[3]: how long the next holder has to claim the lock, in ms (claim.lua
+--          then sets its lease: v3's none too).
 -- ARGV[4]: 1 to issue the next holder a fencing token, in this same step.
 -- The next holder is told on the channel it queued with.
--- Returns 1 when the lock was handed over or freed, 0 when it was not held:
--- gone, or (checked) another owner's.
+-- Returns the owner the lock was handed to, 1 when it was freed (none waits),
+-- 0 when it was not held: gone, or (checked) another owner's.
 if ARGV[2] == '1' then
   if redis.call('GET', KEYS[1]) ~= ARGV[1] then
     return 0
@@ -18,15 +20,4 @@ if ARGV[2] == '1' then
 elseif redis.call('EXISTS', KEYS[1]) == 0 then
   return 0
 end
-local next, channel = handoff_next(KEYS[3], KEYS[4])
-if not next then
-  redis.call('DEL', KEYS[1])
-  return 1
-end
-if tonumber(ARGV[3]) > 0 then
-  redis.call('SET', KEYS[1], next, 'PX', ARGV[3])
-else
-  redis.call('SET', KEYS[1], next)
-end
-handoff_grant(KEYS[2], ARGV[4], channel, next)
-return 1
+return handoff_pass('string', ARGV[3], ARGV[4]) or 1

@@ -56,13 +56,17 @@ type Options struct {
 	// TryOrQueue (-wait handoff, package handoff) instead of deleting it.
 	// The owner check (v5), or its absence (v3, v4), stays as it was.
 	Handoff bool
+	// Claim is how long a waiter handed the lock has to claim it (-wait
+	// handoff); default handoff.DefaultClaim.
+	Claim time.Duration
 }
 
 // Locker is a v3, v4 or v5 lock, safe for concurrent use.
 type Locker struct {
-	rdb  Client
-	opts Options
-	keys handoff.Keys
+	rdb   Client
+	opts  Options
+	keys  handoff.Keys
+	giver *handoff.Giver
 }
 
 // New returns a Locker over rdb.
@@ -70,7 +74,9 @@ func New(rdb Client, opts Options) *Locker {
 	if opts.Key == "" {
 		opts.Key = "lock"
 	}
-	return &Locker{rdb: rdb, opts: opts, keys: handoff.For(opts.Key)}
+	keys := handoff.For(opts.Key)
+	return &Locker{rdb: rdb, opts: opts, keys: keys,
+		giver: handoff.NewGiver(rdb, keys, "string", opts.Claim, opts.Fence)}
 }
 
 // Key is the lock key.
@@ -111,9 +117,18 @@ func (l *Locker) TryOrQueue(ctx context.Context, owner string, w handoff.Waiter)
 	return l.lease(owner, n), nil
 }
 
-// Granted is the lease of the hold a release handed owner, with its token.
-func (l *Locker) Granted(ctx context.Context, owner string, token int64) lease.Lease {
-	return l.lease(owner, token)
+// Granted claims the hold a release handed owner, with its token: its lease
+// (none for v3) starts now. lease.ErrTaken when the grant was taken back
+// first (not claimed in time).
+func (l *Locker) Granted(ctx context.Context, owner string, token int64) (lease.Lease, error) {
+	ok, err := handoff.Claim(ctx, l.rdb, l.keys, owner, l.opts.TTL)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("setnx: %w", err)
+	case !ok:
+		return nil, lease.ErrTaken
+	}
+	return l.lease(owner, token), nil
 }
 
 // Leave takes owner out of the queue; if a release handed it the lock
@@ -126,10 +141,14 @@ func (l *Locker) Leave(ctx context.Context, owner string) error {
 // freeing it when none waits. checked compares the owner in the same step
 // (v6); otherwise whatever holds the lock is handed over, as v3 to v5's DEL
 // deletes it. It returns lease.ErrNotHeld when the lock was gone or, checked,
-// another owner's.
+// another owner's. A grant is watched until claimed (handoff.Giver.Watch).
 func (l *Locker) HandOver(ctx context.Context, owner string, checked bool) error {
-	n, err := handoverScript.Run(ctx, l.rdb, l.keys.List(), owner, handoff.Flag(checked), fence.PX(l.opts.TTL),
-		handoff.Flag(l.opts.Fence)).Int()
+	reply, err := handoverScript.Run(ctx, l.rdb, l.keys.List(), owner, handoff.Flag(checked), l.giver.ClaimMS(),
+		handoff.Flag(l.opts.Fence)).Result()
+	var n int64
+	if err == nil {
+		n, err = l.giver.Released(reply)
+	}
 	if err != nil {
 		return fmt.Errorf("setnx: hand over %s: %w", l.opts.Key, err)
 	}

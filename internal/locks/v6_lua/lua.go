@@ -33,6 +33,9 @@ type Options struct {
 	// Handoff makes release hand the lock to the first queued waiter (-wait
 	// handoff), with the owner checked in the same script, as v6 checks it.
 	Handoff bool
+	// Claim is how long a waiter handed the lock has to claim it; default
+	// handoff.DefaultClaim.
+	Claim time.Duration
 }
 
 // Locker is a v6 lock, safe for concurrent use: v4's acquire (package setnx)
@@ -49,7 +52,7 @@ func New(rdb setnx.Client, opts Options) *Locker {
 	if opts.TTL <= 0 {
 		opts.TTL = 20 * time.Second
 	}
-	v4 := setnx.New(rdb, setnx.Options{Key: opts.Key, TTL: opts.TTL, Fence: opts.Fence})
+	v4 := setnx.New(rdb, setnx.Options{Key: opts.Key, TTL: opts.TTL, Fence: opts.Fence, Claim: opts.Claim})
 	return &Locker{v4: v4, rdb: rdb, key: v4.Key(), handoff: opts.Handoff}
 }
 
@@ -79,9 +82,14 @@ func (l *Locker) TryOrQueue(ctx context.Context, owner string, w handoff.Waiter)
 	return l.own(held, owner), nil
 }
 
-// Granted is the lease of the hold a release handed owner, with its token.
-func (l *Locker) Granted(ctx context.Context, owner string, token int64) lease.Lease {
-	return l.own(l.v4.Granted(ctx, owner, token), owner)
+// Granted claims the hold a release handed owner, with its token (v4's
+// claim), releasing as v6 does.
+func (l *Locker) Granted(ctx context.Context, owner string, token int64) (lease.Lease, error) {
+	held, err := l.v4.Granted(ctx, owner, token)
+	if err != nil {
+		return nil, err
+	}
+	return l.own(held, owner), nil
 }
 
 // Leave takes owner out of the queue; if a release handed it the lock

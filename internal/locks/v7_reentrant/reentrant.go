@@ -45,13 +45,17 @@ type Options struct {
 	// Handoff makes the outermost release hand the lock to the first waiter
 	// queued by TryOrQueue (-wait handoff, package handoff).
 	Handoff bool
+	// Claim is how long a waiter handed the lock has to claim it; default
+	// handoff.DefaultClaim.
+	Claim time.Duration
 }
 
 // Locker is a v7 lock, safe for concurrent use.
 type Locker struct {
-	rdb  redis.Scripter
-	opts Options
-	keys handoff.Keys
+	rdb   redis.Scripter
+	opts  Options
+	keys  handoff.Keys
+	giver *handoff.Giver
 }
 
 // New returns a Locker over rdb.
@@ -62,7 +66,9 @@ func New(rdb redis.Scripter, opts Options) *Locker {
 	if opts.TTL <= 0 {
 		opts.TTL = 20 * time.Second
 	}
-	return &Locker{rdb: rdb, opts: opts, keys: handoff.For(opts.Key)}
+	keys := handoff.For(opts.Key)
+	return &Locker{rdb: rdb, opts: opts, keys: keys,
+		giver: handoff.NewGiver(rdb, keys, "hash", opts.Claim, opts.Fence)}
 }
 
 // Key is the lock key.
@@ -94,7 +100,7 @@ func (l *Locker) held(ctx context.Context, owner, what string, n int64, err erro
 	case !l.opts.Fence:
 		n = 0
 	}
-	return l.Granted(ctx, owner, n), nil
+	return l.hold(owner, n), nil
 }
 
 // TryOrQueue makes one attempt, as TryAcquire does, and when another owner
@@ -107,9 +113,22 @@ func (l *Locker) TryOrQueue(ctx context.Context, owner string, w handoff.Waiter)
 	return l.held(ctx, owner, "acquire or queue for", n, err)
 }
 
-// Granted is the lease of a hold of owner's with its token: one a release
-// handed it, or one it took.
-func (l *Locker) Granted(ctx context.Context, owner string, token int64) lease.Lease {
+// Granted claims the hold a release handed owner, with its token: its lease
+// starts now. lease.ErrTaken when the grant was taken back first (not
+// claimed in time).
+func (l *Locker) Granted(ctx context.Context, owner string, token int64) (lease.Lease, error) {
+	ok, err := handoff.Claim(ctx, l.rdb, l.keys, owner, l.opts.TTL)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("reentrant: %w", err)
+	case !ok:
+		return nil, lease.ErrTaken
+	}
+	return l.hold(owner, token), nil
+}
+
+// hold is the lease of a hold of owner's with its token.
+func (l *Locker) hold(owner string, token int64) lease.Lease {
 	return lease.New(func(ctx context.Context) error { return l.release(ctx, owner) }, token, nil)
 }
 
@@ -120,13 +139,17 @@ func (l *Locker) Leave(ctx context.Context, owner string) error {
 }
 
 func (l *Locker) release(ctx context.Context, owner string) error {
-	var n int
+	var n int64
 	var err error
 	if l.opts.Handoff {
-		n, err = handoverScript.Run(ctx, l.rdb, l.keys.List(), owner, l.opts.TTL.Milliseconds(),
-			handoff.Flag(l.opts.Fence)).Int()
+		var reply any
+		reply, err = handoverScript.Run(ctx, l.rdb, l.keys.List(), owner, l.giver.ClaimMS(),
+			handoff.Flag(l.opts.Fence)).Result()
+		if err == nil {
+			n, err = l.giver.Released(reply)
+		}
 	} else {
-		n, err = releaseScript.Run(ctx, l.rdb, []string{l.opts.Key}, owner).Int()
+		n, err = releaseScript.Run(ctx, l.rdb, []string{l.opts.Key}, owner).Int64()
 	}
 	if err != nil {
 		return fmt.Errorf("reentrant: release %s: %w", l.opts.Key, err)

@@ -4,10 +4,13 @@
 //
 // Unlike the tutorial's watchdog, this one stops when the owner releases (its
 // goroutine ends: none leak), and a nested acquisition shares the outer one's
-// watchdog instead of starting another. When a renewal finds the lease gone,
-// or renewals have failed for longer than the lease, the watchdog closes the
-// lease's Lost channel, so a sale that checks it stops before it writes
-// (rueidislock and Consul hand their holders the same signal).
+// watchdog instead of starting another. The lease's Lost channel closes when
+// a renewal finds the lease gone, or at the lease's own deadline when no
+// renewal succeeded in time: counted from the sending of the last acquire,
+// claim or renewal that succeeded, less a drift margin (as Redlock counts
+// validity), by a timer rather than at the next renewal tick. So a sale that
+// checks it stops before it writes (rueidislock and Consul hand their holders
+// the same signal).
 //
 // What it still gets wrong: the lock lives on one Redis node, a single point
 // of failure; and a frozen process freezes its watchdog too, so a pause longer
@@ -53,10 +56,10 @@ type Locker struct {
 
 // dog renews one owner's lease until stopped.
 type dog struct {
-	holds  int
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the goroutine has ended
-	lost   chan struct{} // closed when the lease is known lost
+	holds    int
+	cancel   context.CancelFunc
+	done     chan struct{}   // closed when the goroutine has ended
+	deadline *lease.Deadline // the lease's validity: Lost closes when it passes
 }
 
 // New returns a Locker with v7's options; the watchdog renews every opts.TTL/3.
@@ -82,39 +85,51 @@ func (nopObserver) LeaseLost() {}
 // so the watchdog can never renew a lock its owner has let go. Every hold of
 // one owner shares the watchdog's Lost channel.
 func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, error) {
+	sent := time.Now()
 	inner, err := l.inner.TryAcquire(ctx, owner)
 	if err != nil {
 		return nil, err
 	}
-	return l.watched(ctx, owner, inner), nil
+	return l.watched(ctx, owner, inner, sent), nil
 }
 
 // TryOrQueue is v7's attempt that queues when the lock is taken (-wait
 // handoff), watched as TryAcquire's hold is.
 func (l *Locker) TryOrQueue(ctx context.Context, owner string, w handoff.Waiter) (lease.Lease, error) {
+	sent := time.Now()
 	inner, err := l.inner.TryOrQueue(ctx, owner, w)
 	if err != nil {
 		return nil, err
 	}
-	return l.watched(ctx, owner, inner), nil
+	return l.watched(ctx, owner, inner, sent), nil
 }
 
-// Granted is the lease of the hold a release handed owner, with its token:
-// its watchdog starts now.
-func (l *Locker) Granted(ctx context.Context, owner string, token int64) lease.Lease {
-	return l.watched(ctx, owner, l.inner.Granted(ctx, owner, token))
+// Granted claims the hold a release handed owner, with its token (v7's
+// claim): its lease, and its watchdog, start now.
+func (l *Locker) Granted(ctx context.Context, owner string, token int64) (lease.Lease, error) {
+	sent := time.Now()
+	inner, err := l.inner.Granted(ctx, owner, token)
+	if err != nil {
+		return nil, err
+	}
+	return l.watched(ctx, owner, inner, sent), nil
 }
 
 // Leave is v7's: a hold handed over while owner was leaving had no watchdog.
 func (l *Locker) Leave(ctx context.Context, owner string) error { return l.inner.Leave(ctx, owner) }
 
-// watched returns inner, a hold of owner's, with the watchdog renewing it.
-func (l *Locker) watched(ctx context.Context, owner string, inner lease.Lease) lease.Lease {
+// watched returns inner, a hold of owner's whose acquiring command was sent
+// at sent, with the watchdog renewing it. A nested hold renewed the lease
+// too (v7's acquire sets it again), so it moves the deadline on.
+func (l *Locker) watched(ctx context.Context, owner string, inner lease.Lease, sent time.Time) lease.Lease {
+	until := lease.ValidUntil(sent, l.inner.TTL())
 	l.mu.Lock()
 	d := l.dogs[owner]
 	if d == nil {
-		d = l.start(ctx, owner)
+		d = l.start(ctx, owner, until)
 		l.dogs[owner] = d
+	} else {
+		d.deadline.Extend(until)
 	}
 	d.holds++
 	l.mu.Unlock()
@@ -130,17 +145,19 @@ func (l *Locker) watched(ctx context.Context, owner string, inner lease.Lease) l
 		if last {
 			d.cancel()
 			<-d.done
+			d.deadline.Stop()
 		}
 		return inner.Release(ctx)
 	}
-	return lease.New(release, inner.Token(), d.lost)
+	return lease.Timed(release, inner.Token(), d.deadline)
 }
 
-func (l *Locker) start(ctx context.Context, owner string) *dog {
+func (l *Locker) start(ctx context.Context, owner string, until time.Time) *dog {
 	// The watchdog outlives the request's deadline (the lease must be renewed
 	// for as long as the sale runs) but not its release: it has its own cancel.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	d := &dog{cancel: cancel, done: make(chan struct{}), lost: make(chan struct{})}
+	d := &dog{cancel: cancel, done: make(chan struct{})}
+	d.deadline = lease.NewDeadline(until, l.obs.LeaseLost)
 	go l.run(ctx, owner, d)
 	return d
 }
@@ -150,12 +167,12 @@ func (l *Locker) run(ctx context.Context, owner string, d *dog) {
 	ttl := l.inner.TTL()
 	tick := time.NewTicker(ttl / 3)
 	defer tick.Stop()
-	// validUntil is when the lease runs out if no renewal succeeds: counted
-	// from when the last successful renewal was sent, so never late.
-	validUntil := time.Now().Add(ttl)
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-d.deadline.Lost():
+			l.log.Warn("watchdog lost the lease: no renewal succeeded before its deadline", "key", l.inner.Key(), "owner", owner)
 			return
 		case <-tick.C:
 		}
@@ -164,27 +181,19 @@ func (l *Locker) run(ctx context.Context, owner string, d *dog) {
 		switch {
 		case ctx.Err() != nil:
 			return
-		case err != nil && time.Now().Before(validUntil):
-			// Keep trying: the lease may survive a brief outage.
-			l.log.Warn("watchdog renewal failed", "key", l.inner.Key(), "owner", owner, "err", err)
 		case err != nil:
-			l.lose(owner, d, "renewals failed for longer than the lease", err)
-			return
+			// Keep trying until the deadline: the lease may survive a brief
+			// outage. The deadline's timer says when it did not.
+			l.log.Warn("watchdog renewal failed", "key", l.inner.Key(), "owner", owner, "err", err)
 		case n == 0:
-			l.lose(owner, d, "the lease is gone", nil)
+			l.log.Warn("watchdog lost the lease: the lease is gone", "key", l.inner.Key(), "owner", owner)
+			d.deadline.Lose()
 			return
+		case !d.deadline.Extend(lease.ValidUntil(sent, ttl)):
+			// Renewed after the deadline had passed: the holder may have been
+			// told it is lost already, so it stays lost.
 		default:
-			validUntil = sent.Add(ttl)
 			l.obs.Renewed()
 		}
 	}
-}
-
-// lose reports the lease lost: counted and logged first, then Lost closed,
-// so that whoever sees Lost closed also sees the count (make stress caught a
-// reader in between).
-func (l *Locker) lose(owner string, d *dog, why string, err error) {
-	l.obs.LeaseLost()
-	l.log.Warn("watchdog lost the lease: "+why, "key", l.inner.Key(), "owner", owner, "err", err)
-	close(d.lost)
 }

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"runtime/pprof"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	watchdog "github.com/locklab/locklab/internal/locks/v8_watchdog"
 	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
@@ -186,4 +189,78 @@ func BenchmarkAcquireRelease(b *testing.B) {
 
 func TestOneAttempt(t *testing.T) {
 	locktest.OneAttempt(t, watchdog.New(redistest.Start(t).Client(), reentrant.Options{}, nil, nil))
+}
+
+// failing is a Redis client whose scripts all fail once fail is set: the
+// renewals of a lock taken before.
+type failing struct {
+	redis.Scripter
+	fail atomic.Bool
+}
+
+var errDown = errors.New("test: renewal refused")
+
+func (f *failing) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	if f.fail.Load() {
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(errDown)
+		return cmd
+	}
+	return f.Scripter.EvalSha(ctx, sha1, keys, args...)
+}
+
+func (f *failing) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	if f.fail.Load() {
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(errDown)
+		return cmd
+	}
+	return f.Scripter.Eval(ctx, script, keys, args...)
+}
+
+// Renewals fail from the moment the lock is taken: Lost must close before
+// the key expires on Redis (its PEXPIRETIME, on the same machine's clock),
+// counted from when the acquire was sent and by a timer, not at the next
+// renewal tick after the lease ran out. 100 locks at once, each its own key:
+// every one of them.
+func TestLostBeforeTheKeyExpires(t *testing.T) {
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	const ttl = time.Second
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Go(func() {
+			key := fmt.Sprint("expiry-", i)
+			f := &failing{Scripter: rdb}
+			sent := time.Now()
+			l, err := watchdog.New(f, reentrant.Options{Key: key, TTL: ttl}, quiet, nil).TryAcquire(ctx, "owner")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			f.fail.Store(true)
+			expires, err := rdb.PExpireTime(ctx, key).Result()
+			if err != nil || expires <= 0 {
+				t.Errorf("%s: PEXPIRETIME %v, %v", key, expires, err)
+				return
+			}
+			select {
+			case <-l.Lost():
+			case <-time.After(10 * ttl):
+				t.Errorf("%s: Lost still open %s after the acquire", key, 10*ttl)
+				return
+			}
+			lost := time.Now()
+			expiry := time.UnixMilli(expires.Milliseconds())
+			if !lost.Before(expiry) {
+				t.Errorf("%s: Lost closed at %s, %s after the key expired on Redis", key, lost.Format(time.StampMicro), lost.Sub(expiry))
+			}
+			if held := lost.Sub(sent); held < ttl/2 {
+				t.Errorf("%s: Lost after %s of a %s lease", key, held, ttl)
+			}
+			f.fail.Store(false)
+			_ = l.Release(ctx)
+		})
+	}
+	wg.Wait()
 }
