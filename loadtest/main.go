@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/locklab/locklab/internal/checker"
 	"github.com/locklab/locklab/internal/cli"
 
 	"github.com/locklab/locklab/internal/loadtest"
@@ -209,7 +210,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar := progressbar.NewOptions(o.cfg.Requests*len(o.runs()), progressbar.OptionSetWriter(stderr),
 			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish(), progressbar.OptionSetWidth(30))
-		o.cfg.Progress = func() { _ = bar.Add(1) }
+		o.cfg.Progress = func(checker.Op) { _ = bar.Add(1) }
 		defer bar.Finish()
 	}
 

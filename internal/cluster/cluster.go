@@ -106,6 +106,8 @@ type State struct {
 	FaultProxies []FaultProxy `json:"fault_proxies,omitempty"`
 	// Standby is the stock node's asynchronous replica (with Faults).
 	Standby *Proc `json:"standby,omitempty"`
+	// Lab is the lab (cmd/lab): nginx routes / and /lab/ to it.
+	Lab *Proc `json:"lab,omitempty"`
 	// RedisPassword is needed to watch the nodes, AdminToken to drive the
 	// fault hooks; the file is private.
 	RedisPassword string `json:"redis_password,omitempty"`
@@ -127,14 +129,17 @@ func (s State) Addrs() []string {
 // procs lists every process in stop order: nginx, then the replicas (which
 // finish their sales), then the fault proxies, Redis and etcd.
 func (s *State) procs() []*Proc {
-	var proxy, standby []*Proc
+	var lab, proxy, standby []*Proc
+	if s.Lab != nil {
+		lab = []*Proc{s.Lab}
+	}
 	if s.Toxiproxy != nil {
 		proxy = []*Proc{s.Toxiproxy}
 	}
 	if s.Standby != nil {
 		standby = []*Proc{s.Standby}
 	}
-	return slices.Concat([]*Proc{&s.Nginx}, ptrs(s.Replicas), proxy, standby, ptrs(s.Redis), ptrs(s.Etcd))
+	return slices.Concat(lab, []*Proc{&s.Nginx}, ptrs(s.Replicas), proxy, standby, ptrs(s.Redis), ptrs(s.Etcd))
 }
 
 // Cluster is a running local cluster, as its state file describes it.

@@ -46,6 +46,13 @@ func renderNginx(cfg Config, s State) error {
 		"replica-routes": func(r Proc) string {
 			return fmt.Sprintf("        location /replica/%s/ {\n            proxy_pass http://replica-%s/;\n        }\n", r.Name, r.Name)
 		},
+		"lab-upstream": func(l Proc) string { return fmt.Sprintf("    upstream lab {\n        server %s;\n    }\n", l.Addr) },
+		"lab-routes": func(Proc) string {
+			// The Host as the browser sent it, port and all: the lab
+			// compares it with a request's Origin.
+			return "        location = / {\n            proxy_set_header Host $http_host;\n            proxy_set_header Connection \"\";\n            proxy_pass http://lab;\n        }\n" +
+				"        location /lab/ {\n            proxy_set_header Host $http_host;\n            proxy_set_header Connection \"\";\n            proxy_pass http://lab;\n            proxy_buffering off;\n            proxy_read_timeout 1h;\n        }\n"
+		},
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "pid %s;\nerror_log %s warn;\n", filepath.Join(dir, "nginx.pid"), filepath.Join(dir, "error.log"))
@@ -59,8 +66,14 @@ func renderNginx(cfg Config, s State) error {
 		}
 		switch {
 		case block != "" && strings.HasPrefix(trimmed, "# ") && strings.HasSuffix(trimmed, ":end"):
-			for _, r := range s.Replicas {
-				b.WriteString(blocks[block](r))
+			if block == "lab-upstream" || block == "lab-routes" {
+				if s.Lab != nil {
+					b.WriteString(blocks[block](*s.Lab))
+				}
+			} else {
+				for _, r := range s.Replicas {
+					b.WriteString(blocks[block](r))
+				}
 			}
 			block, rendered = "", rendered+1
 		case block != "":

@@ -16,6 +16,9 @@ import (
 	"github.com/locklab/locklab/internal/redisconn"
 )
 
+// LabPort is the lab's port on loopback; nginx routes / and /lab/ to it.
+const LabPort = 8070
+
 // ErrAlreadyUp means every process of the cluster in that run directory
 // runs: Up started nothing and returned the running cluster.
 var ErrAlreadyUp = errors.New("cluster: already up")
@@ -110,6 +113,17 @@ func Plan(cfg Config) State {
 		s.Replicas = append(s.Replicas, Proc{Name: name, Addr: "127.0.0.1:" + strconv.Itoa(port), Args: args, Env: env,
 			Log: filepath.Join(cfg.Dir, name+".log")})
 	}
+	var redisAddrs []string
+	for _, n := range s.Redis {
+		redisAddrs = append(redisAddrs, n.Addr)
+	}
+	labEnv := []string{}
+	if cfg.AdminToken != "" {
+		labEnv = append(labEnv, "LAB_ADMIN_TOKEN="+cfg.AdminToken)
+	}
+	s.Lab = &Proc{Name: "lab", Addr: "127.0.0.1:" + strconv.Itoa(LabPort), Env: labEnv, Log: filepath.Join(cfg.Dir, "lab.log"),
+		Args: []string{filepath.Join(cfg.Dir, "bin", "lab"), "-listen", "127.0.0.1:" + strconv.Itoa(LabPort), "-url", s.URL,
+			"-replicas", strings.Join(names, ","), "-redis", strings.Join(redisAddrs, ","), "-etcd", strings.Join(etcd, ",")}}
 	nd := nginxDir(cfg.Dir)
 	s.Nginx = Proc{Name: "nginx", Addr: "127.0.0.1:" + strconv.Itoa(cfg.Port), Log: filepath.Join(nd, "error.log"),
 		Args: []string{lookPath("nginx"), "-p", nd, "-c", filepath.Join(nd, "nginx.conf"),
@@ -153,10 +167,12 @@ func (c *Cluster) start(ctx context.Context, cfg Config) error {
 	if err := os.MkdirAll(filepath.Dir(c.State.Replicas[0].Args[0]), 0o700); err != nil { // go build's would be 0755
 		return err
 	}
-	build := exec.CommandContext(ctx, "go", "build", "-o", c.State.Replicas[0].Args[0], "./cmd/inventory")
-	build.Dir, build.Stdout, build.Stderr = cfg.Root, cfg.Log, cfg.Log
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("cluster: go build ./cmd/inventory: %w", err)
+	for bin, pkg := range map[string]string{c.State.Replicas[0].Args[0]: "./cmd/inventory", c.State.Lab.Args[0]: "./cmd/lab"} {
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
+		build.Dir, build.Stdout, build.Stderr = cfg.Root, cfg.Log, cfg.Log
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("cluster: go build %s: %w", pkg, err)
+		}
 	}
 	if c.State.Toxiproxy != nil {
 		say("building the clock shim (the clock-jump scenario's)")
@@ -195,6 +211,9 @@ func (c *Cluster) start(ctx context.Context, cfg Config) error {
 	if err := c.seed(ctx, cfg.Stock); err != nil {
 		return err
 	}
+	if err := c.startAll(ctx, []*Proc{c.State.Lab}, 10*time.Second); err != nil {
+		return err
+	}
 	if err := renderNginx(cfg, c.State); err != nil {
 		return err
 	}
@@ -214,6 +233,7 @@ func (c *Cluster) start(ctx context.Context, cfg Config) error {
 	say("up: nginx %s -> %d replicas (%s...) with -lock %s -work %s, GOMAXPROCS %s; redis %s...; etcd %s...; logs in %s",
 		url, cfg.Replicas, c.State.Replicas[0].Addr, cfg.Lock, cfg.Work, gomaxprocs(cfg.Replicas), c.State.Redis[0].Addr,
 		c.State.Etcd[0].Addr, cfg.Dir)
+	say("the lab: open %s/ in a browser", url)
 	say("try: curl -X POST %s/sale    |    go run ./loadtest -url %s/sale -lock all    |    make down", url, url)
 	if cfg.AdminToken != "" {
 		say("the admin token (PUT /stock, GET /history, the fault hooks) is in %s", AdminTokenFile(cfg.Dir))

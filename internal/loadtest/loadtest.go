@@ -63,8 +63,14 @@ type Config struct {
 	// measure speed only (the bench).
 	NoCheck bool
 	Client  *fasthttp.Client // NewClient
-	// Progress, when set, is told of every finished request.
-	Progress func()
+	// Progress, when set, is told of every finished request, as the
+	// checker will see it (its outcome, the stock it reported, its replica).
+	// It is called from the workers at once: it must be safe for that.
+	Progress func(checker.Op)
+	// RunID, when set, names the run (its requests' ids are RunID-N);
+	// empty: a new one. Whoever follows the replicas' history live (the
+	// lab) sets it, to know the run's sales when they come.
+	RunID string
 }
 
 // Result is what one version did.
@@ -145,7 +151,10 @@ func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
 			return res, err
 		}
 	}
-	run := history.RunID()
+	run := cfg.RunID
+	if run == "" {
+		run = history.RunID()
+	}
 	started := time.Now()
 	hist, elapsed := cfg.fireAll(ctx, target, run, &res)
 	res.summarise(hist, elapsed)
@@ -255,7 +264,7 @@ func (cfg Config) fireAll(ctx context.Context, target, run string, res *Result) 
 					tally.Ops = append(tally.Ops, op)
 				}
 				if cfg.Progress != nil {
-					cfg.Progress()
+					cfg.Progress(op)
 				}
 			}
 			mu.Lock()

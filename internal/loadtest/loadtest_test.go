@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,35 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/loadtest"
-	"github.com/locklab/locklab/internal/redistest"
-	"github.com/locklab/locklab/internal/sale"
-	"github.com/locklab/locklab/internal/server"
+	"github.com/locklab/locklab/internal/servicetest"
 	"github.com/locklab/locklab/internal/versions"
-	"github.com/redis/go-redis/v9"
 )
 
-// service runs one replica of the real service over a real Redis, keeping
-// its history, behind a mux that routes /replica/r1/ to it as nginx does.
-func service(t *testing.T) string {
-	t.Helper()
-	srv := redistest.Start(t)
-	log := slog.New(slog.DiscardHandler)
-	poll := versions.Variant{Wait: "poll"}
-	all := versions.BuildAll(versions.Deps{Redis: srv.Client(), Redlock: []redis.UniversalClient{srv.Client()},
-		LockKey: "lock", Retry: time.Millisecond, RedlockRetry: time.Millisecond}, []versions.Variant{poll})
-	svc := sale.New(srv.Client(), sale.Options{})
-	h := server.New(server.Config{Seller: svc, Versions: all, Default: poll, Names: versions.Names(),
-		Lock: "v1", Override: true, Replica: "r1", Log: log, Ready: func(context.Context) error { return nil },
-		History: history.NewRing(10000)})
-	mux := http.NewServeMux()
-	mux.Handle("/replica/r1/", http.StripPrefix("/replica/r1", h))
-	mux.Handle("/", h)
-	ts := httptest.NewServer(mux)
-	t.Cleanup(ts.Close)
-	return ts.URL
-}
+// service is one replica of the real service (servicetest), called r1.
+func service(t *testing.T) string { return servicetest.Start(t, "r1") }
 
 func TestRunCountsEveryReply(t *testing.T) {
 	url := service(t)

@@ -1,0 +1,114 @@
+// Command lab serves the lab: the page at / where a learner runs the load
+// test against the stack and watches each lock hold, break and get fixed.
+// It runs beside the stack, behind the same nginx (make up starts it; nginx
+// routes / and /lab/ to it).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/internal/cli"
+	"github.com/locklab/locklab/internal/lab"
+	"github.com/locklab/locklab/internal/redisconn"
+)
+
+func main() { cli.Main(run) }
+
+// The secrets come from the environment (or a file), never a flag: a
+// command line is readable by every user of the machine.
+const (
+	adminTokenEnv = "LAB_ADMIN_TOKEN" // the service's admin token
+	tokenEnv      = "LAB_TOKEN"       // the lab's own, required beyond loopback
+)
+
+func run(ctx context.Context, args []string, getenv func(string) string, _, stderr io.Writer) int {
+	fs := cli.FlagSet("lab", "lab [flags]: the lab's page and API, in front of the stack behind nginx.\n\n"+
+		"Secrets by environment: "+adminTokenEnv+" (the service's admin token: PUT /stock, GET /history, the fault hooks) and "+
+		tokenEnv+" (the lab's own: required to start or stop a run when it listens beyond loopback).", stderr)
+	listen := fs.String("listen", "127.0.0.1:8070", "address to serve on; beyond loopback it needs "+tokenEnv)
+	saleURL := fs.String("url", "http://127.0.0.1/sale", "the stack's /sale through nginx")
+	replicas := fs.String("replicas", "inventory-1,inventory-2", "the replicas' names (nginx routes /replica/NAME/ to each)")
+	redisNodes := fs.String("redis", "", "Redis nodes (host:port, comma-separated) whose health the page shows")
+	etcdMembers := fs.String("etcd", "", "etcd members (host:port, comma-separated) whose health the page shows")
+	hosts := fs.String("hosts", "", "Host names the lab answers to beside localhost, 127.0.0.1 and [::1] (comma-separated): any other is refused (DNS rebinding)")
+	adminFile := fs.String("admin-token-file", "", "read the service's admin token from this file instead of "+adminTokenEnv)
+	if err := cli.Parse(fs, args, 0); err != nil {
+		return cli.Status(err)
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("process", "lab")
+	cfg := lab.Config{SaleURL: *saleURL, Replicas: split(*replicas), AdminToken: getenv(adminTokenEnv), Token: getenv(tokenEnv),
+		Hosts: append([]string{"localhost", "127.0.0.1", "::1"}, split(*hosts)...), Log: log}
+	if *adminFile != "" {
+		raw, err := os.ReadFile(*adminFile)
+		if err != nil {
+			return usage(stderr, "-admin-token-file: %v", err)
+		}
+		cfg.AdminToken = strings.TrimSpace(string(raw))
+	}
+	for _, kind := range []struct {
+		list, kind string
+	}{{*redisNodes, "redis"}, {*etcdMembers, "etcd"}} {
+		addrs, err := redisconn.ParseList(kind.list)
+		if kind.list != "" && err != nil {
+			return usage(stderr, "-%s %q: %v", kind.kind, kind.list, err)
+		}
+		for i, a := range addrs {
+			cfg.Nodes = append(cfg.Nodes, lab.Node{Name: fmt.Sprintf("%s-%d", kind.kind, i+1), Kind: kind.kind, Addr: a})
+		}
+	}
+	if len(cfg.Replicas) == 0 {
+		return usage(stderr, "-replicas: want at least one name")
+	}
+	host, _, err := net.SplitHostPort(*listen)
+	if err != nil {
+		return usage(stderr, "-listen %q: %v", *listen, err)
+	}
+	if ip := net.ParseIP(host); cfg.Token == "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return usage(stderr, "-listen %s is beyond loopback: set %s, the token the page asks for before it starts or stops a run", *listen, tokenEnv)
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		log.Error("cannot listen", "addr", *listen, "err", err)
+		return 1
+	}
+	l := lab.New(cfg)
+	srv := &http.Server{Handler: l.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		// A run in progress is stopped first: its sales end and release
+		// their locks, and nothing it changed is left behind.
+		l.Close()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	log.Info("serving the lab", "addr", ln.Addr().String(), "url", cfg.SaleURL, "replicas", cfg.Replicas)
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Error("serving", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func split(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func usage(stderr io.Writer, format string, args ...any) int {
+	return cli.Status(cli.UsageError(stderr, "lab", format, args...))
+}

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// The command line is checked before anything listens: beyond loopback
+// without the lab's token, no replica, an address that is no address.
+func TestRefusedCommandLines(t *testing.T) {
+	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"-listen", "0.0.0.0:8070"}, nil, "beyond loopback: set LAB_TOKEN"},
+		{[]string{"-listen", "192.0.2.1:8070"}, nil, "beyond loopback"},
+		{[]string{"-replicas", " , "}, nil, "at least one name"},
+		{[]string{"-listen", "nohost"}, nil, "-listen"},
+		{[]string{"-admin-token-file", "/nonexistent/token"}, nil, "-admin-token-file"},
+		{[]string{"stray"}, nil, "unexpected arguments"},
+	} {
+		var stderr bytes.Buffer
+		if status := run(context.Background(), c.args, env(c.env), &stderr, &stderr); status != 2 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", c.args, status, stderr.String(), c.want)
+		}
+	}
+}

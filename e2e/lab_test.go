@@ -1,0 +1,147 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/locklab/locklab/internal/redistest"
+)
+
+// browser starts Debian's chromium, headless, for the test; its console
+// errors and uncaught exceptions are collected for the test to check.
+func browser(t *testing.T) (context.Context, func() []string) {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("chromium is not installed; the lab's browser test drives it: sudo apt-get install chromium (.ci/run installs it)")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
+		chromedp.DisableGPU, chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1300, 1100))
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(func() { cancel(); cancelAlloc() })
+	var mu sync.Mutex
+	var problems []string
+	consoleCalls := chromedp.Events(ctx, runtime.ConsoleAPICalled)
+	exceptions := chromedp.Events(ctx, runtime.ExceptionThrown)
+	go func() {
+		for ev, err := range consoleCalls {
+			if err != nil {
+				return
+			}
+			if ev.Type == runtime.ConsoleAPICalledTypeError {
+				var args []string
+				for _, a := range ev.Args {
+					args = append(args, string(a.Value)+a.Description)
+				}
+				mu.Lock()
+				problems = append(problems, "console.error: "+strings.Join(args, " "))
+				mu.Unlock()
+			}
+		}
+	}()
+	go func() {
+		for ev, err := range exceptions {
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			problems = append(problems, (&chromedp.ExceptionError{ExceptionDetails: ev.ExceptionDetails}).Error())
+			mu.Unlock()
+		}
+	}()
+	return ctx, func() []string { mu.Lock(); defer mu.Unlock(); return append([]string(nil), problems...) }
+}
+
+// screenshot saves what the page shows now, for a person to look at: into
+// $LAB_SCREENSHOTS when set, else the test's temporary directory.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	dir := os.Getenv("LAB_SCREENSHOTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	path := filepath.Join(dir, name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+}
+
+// startRun checks exactly the versions given, sets the numbers and clicks
+// Start.
+func startRun(t *testing.T, ctx context.Context, locks ...string) {
+	t.Helper()
+	js := fmt.Sprintf(`(() => {
+		const want = %q.split(",");
+		for (const b of document.querySelectorAll("input[name=lock]")) b.checked = want.includes(b.value);
+		document.querySelector("#requests").value = 300;
+		document.querySelector("#concurrency").value = 50;
+		document.querySelector("#stock").value = 100;
+		return true;
+	})()`, strings.Join(locks, ","))
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js)); err != nil {
+		t.Fatalf("choosing %v: %v", locks, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click("#start", chromedp.NodeEnabled)); err != nil {
+		t.Fatalf("starting a run of %v: %v", locks, err)
+	}
+}
+
+// waitFor waits until the page's expression is true, or fails with what the
+// page shows.
+func waitFor(t *testing.T, ctx context.Context, what, expr string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(2*time.Minute))); err != nil {
+		text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("main").innerText`))
+		t.Fatalf("%s: %v\nthe page shows:\n%s", what, err, text)
+	}
+}
+
+// The lab in a real browser, through nginx on the local cluster: the page
+// loads with the stack up; v2 run from the page ends "violated", with red
+// overlapping holds in its timeline; v6 ends "ok" with none; and the page
+// logs no error on the way.
+func TestLab(t *testing.T) {
+	bin := clusterBin(t)
+	port := redistest.FreePort(t)
+	up(t, bin, port, t.TempDir())
+	ctx, problems := browser(t)
+	url := fmt.Sprintf("http://localhost:%d/", port)
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		t.Fatalf("opening %s: %v", url, err)
+	}
+	waitFor(t, ctx, "the stack shown up", `document.querySelectorAll("#stack .node[data-state=up]").length >= 3 && !document.querySelector("#stack .node:not([data-state=up])")`)
+	waitFor(t, ctx, "the versions listed", `document.querySelectorAll("input[name=lock]").length >= 10`)
+	screenshot(t, ctx, "lab-1-start")
+
+	startRun(t, ctx, "v2")
+	waitFor(t, ctx, "v2 judged violated, with overlapping holds drawn",
+		`document.querySelector(".verdict[data-lock=v2]")?.dataset.word === "violated" && Number(document.querySelector("#timeline").dataset.overlaps) > 0`)
+	screenshot(t, ctx, "lab-2-v2")
+
+	waitFor(t, ctx, "the run ended", `!document.querySelector("#start").disabled`)
+	startRun(t, ctx, "v6")
+	waitFor(t, ctx, "v6 judged ok, with no overlapping hold",
+		`document.querySelector(".verdict[data-lock=v6]")?.dataset.word === "ok" && Number(document.querySelector("#timeline").dataset.holds) === 300 && Number(document.querySelector("#timeline").dataset.overlaps) === 0`)
+	screenshot(t, ctx, "lab-3-v6")
+
+	if p := problems(); len(p) > 0 {
+		t.Errorf("the page logged errors:\n%s", strings.Join(p, "\n"))
+	}
+}

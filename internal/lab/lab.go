@@ -1,0 +1,287 @@
+// Package lab is the lab on port 80: one page, served by its own process
+// behind nginx, where a learner starts runs of the load test against the real
+// stack and watches them happen: the stock going down, every hold of the lock
+// as a bar in its replica's lane, overlapping holds in red, and at the end
+// the checker's verdict.
+//
+// It drives the load test (package loadtest), whose checker judges each run;
+// nothing here generates load or checks a history a second time. While a run
+// goes, it follows the replicas' history live (GET /history?after=SEQ) and
+// streams what it finds to the page by Server-Sent Events, a batch every
+// tick, so a thousand sales a second are a few messages. The page only draws
+// the data; a run can be downloaded as JSON and its report opened.
+package lab
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/loadtest"
+	"github.com/locklab/locklab/internal/versions"
+)
+
+//go:embed static
+var static embed.FS
+
+// Config is what the lab runs against, and who may use it.
+type Config struct {
+	// SaleURL is the stack's /sale through nginx: the load test's target.
+	SaleURL string
+	// Replicas names the replicas (nginx's /replica/NAME/ routes): their
+	// health and history are read there.
+	Replicas []string
+	// AdminToken is the service's admin token (PUT /stock, GET /history,
+	// the fault hooks): the lab's own credential, never sent to the page.
+	AdminToken string
+	// Token, when set, is required (Authorization: Bearer) of every request
+	// that starts or stops something. It must be set whenever the lab or
+	// nginx in front of it listens beyond loopback (cmd/lab refuses
+	// otherwise).
+	Token string
+	// Hosts are the Host names the lab answers to (any port); default
+	// localhost, 127.0.0.1 and [::1]. Any other Host is refused (421): a
+	// page of another site that rebinds its name to this machine cannot
+	// read the lab.
+	Hosts []string
+	// Nodes are the stack's other nodes whose health the page shows (Redis
+	// nodes, etcd members); the replicas and nginx are always shown.
+	Nodes []Node
+	// Tick is how often the page is sent what changed; default 200 ms.
+	Tick time.Duration
+	Log  *slog.Logger
+}
+
+// Node is a node of the stack the lab watches: Kind "redis" (PING) or
+// "etcd" (GET /health), at Addr (host:port).
+type Node struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	Addr string `json:"addr"`
+}
+
+// Limits bound what one run may ask for.
+const (
+	MaxRequests    = 8000 // over every version of a run: each replica keeps 5,000 sales (-history), and the verdict needs them all
+	MaxConcurrency = 256
+	MaxStock       = 1_000_000
+	maxBody        = 64 << 10
+	keptRuns       = 10
+)
+
+// Lab serves the page and its API. Safe for concurrent use.
+type Lab struct {
+	cfg   Config
+	hosts map[string]bool
+	http  *http.Client
+	hub   *hub
+	stack *stack
+
+	mu      sync.Mutex
+	running *run   // nil: none
+	runs    []*run // the last keptRuns, oldest first
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when the running run has ended
+}
+
+// New returns a Lab; Close stops what it runs in the background.
+func New(cfg Config) *Lab {
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = 200 * time.Millisecond
+	}
+	if len(cfg.Hosts) == 0 {
+		cfg.Hosts = []string{"localhost", "127.0.0.1", "::1"}
+	}
+	l := &Lab{cfg: cfg, hosts: map[string]bool{}, http: &http.Client{Timeout: 10 * time.Second}, hub: newHub()}
+	for _, h := range cfg.Hosts {
+		l.hosts[strings.Trim(strings.ToLower(h), "[]")] = true
+	}
+	l.stack = newStack(cfg, l.hub, l.http)
+	return l
+}
+
+// Close cancels a running run and waits for it to end (its faults undone,
+// its lock released by the service), and stops watching the stack.
+func (l *Lab) Close() {
+	l.mu.Lock()
+	cancel, done := l.cancel, l.done
+	l.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	l.stack.close()
+	l.hub.close() // every page's stream ends: a server stopping waits for none
+}
+
+// Handler is the lab's HTTP handler: the page at /, its files and API
+// under /lab/.
+func (l *Lab) Handler() http.Handler {
+	mux := http.NewServeMux()
+	files, _ := fs.Sub(static, "static")
+	mux.HandleFunc("GET /{$}", l.page)
+	mux.Handle("GET /lab/static/", http.StripPrefix("/lab/static/", http.FileServerFS(files)))
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /lab/api/config", l.config)
+	mux.HandleFunc("GET /lab/api/events", l.events)
+	mux.HandleFunc("GET /lab/api/runs", l.list)
+	mux.HandleFunc("POST /lab/api/runs", l.start)
+	mux.HandleFunc("DELETE /lab/api/runs/current", l.stop)
+	mux.HandleFunc("GET /lab/api/runs/{id}", l.get)
+	mux.HandleFunc("GET /lab/api/runs/{id}/report", l.report)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such page: "+r.URL.Path)
+	})
+	return l.guard(mux)
+}
+
+// guard refuses what the lab must not answer: a Host it does not know (421:
+// DNS rebinding), a state-changing request from another site (403), or
+// without the token when one is set (401).
+func (l *Lab) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if h, _, err := net.SplitHostPort(host); err == nil {
+			host = h
+		}
+		if !l.hosts[strings.Trim(strings.ToLower(host), "[]")] {
+			writeError(w, http.StatusMisdirectedRequest, "unknown_host",
+				fmt.Sprintf("the lab does not answer to the host %q (add it with -hosts)", r.Host))
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			if !sameOrigin(r) {
+				writeError(w, http.StatusForbidden, "cross_origin", "a request that changes something must come from the lab's own page")
+				return
+			}
+			if l.cfg.Token != "" && r.Header.Get("Authorization") != "Bearer "+l.cfg.Token {
+				writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the lab listens beyond loopback: starting or stopping a run needs its token (Authorization: Bearer ...)")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// sameOrigin reports whether a state-changing request came from the lab's
+// own page: no Origin (not a browser's cross-site request: curl, the tests)
+// or an Origin whose host is the request's Host; and no browser saying it
+// came from another site.
+func sameOrigin(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+		return false
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return true
+	}
+	u, err := url.Parse(origin)
+	return err == nil && u.Host == r.Host
+}
+
+func (l *Lab) page(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	http.ServeFileFS(w, r, static, "static/index.html")
+}
+
+// config is what the page needs to draw its form: the versions and waits,
+// the limits, and whether a token is needed.
+func (l *Lab) config(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"versions": versions.All, "waits": versions.Waits, "replicas": l.cfg.Replicas,
+		"token_required": l.cfg.Token != "",
+		"limits":         map[string]int{"requests": MaxRequests, "concurrency": MaxConcurrency, "stock": MaxStock},
+	})
+}
+
+func (l *Lab) list(w http.ResponseWriter, _ *http.Request) {
+	l.mu.Lock()
+	out := make([]summary, 0, len(l.runs))
+	for _, r := range slices.Backward(l.runs) {
+		out = append(out, r.summary())
+	}
+	l.mu.Unlock()
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (l *Lab) find(id string) *run {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, r := range l.runs {
+		if r.ID == id {
+			return r
+		}
+	}
+	return nil
+}
+
+// get is a run's evidence, as JSON: its settings, each version's result
+// (the load test's, with the checker's verdict) and every hold it saw.
+func (l *Lab) get(w http.ResponseWriter, r *http.Request) {
+	run := l.find(r.PathValue("id"))
+	if run == nil {
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such run (the lab keeps the last "+fmt.Sprint(keptRuns)+")")
+		return
+	}
+	if r.URL.Query().Has("download") {
+		w.Header().Set("Content-Disposition", `attachment; filename="locklab-run-`+run.ID+`.json"`)
+	}
+	writeJSON(w, http.StatusOK, run.snapshot())
+}
+
+// report is a run's full report: the load test's own HTML report.
+func (l *Lab) report(w http.ResponseWriter, r *http.Request) {
+	run := l.find(r.PathValue("id"))
+	if run == nil {
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such run")
+		return
+	}
+	results, cfg := run.reportInput()
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := loadtest.WriteHTML(w, loadtest.NewReport(cfg, results, []string{"A run of the lab (" + run.ID + ")."})); err != nil {
+		l.cfg.Log.Warn("writing a report", "run", run.ID, "err", err)
+	}
+}
+
+// decode reads a JSON body of at most maxBody bytes into v, refusing
+// unknown fields and trailing data.
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("the body is not the expected JSON: %w", err)
+	}
+	if dec.More() {
+		return errors.New("the body has more after its JSON object")
+	}
+	return nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg, "code": code})
+}

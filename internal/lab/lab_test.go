@@ -1,0 +1,312 @@
+package lab_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/internal/lab"
+	"github.com/locklab/locklab/internal/locktest"
+	"github.com/locklab/locklab/internal/redistest"
+	"github.com/locklab/locklab/internal/servicetest"
+)
+
+// start serves a lab in front of one real replica (servicetest) and returns
+// its URL.
+func start(t *testing.T, cfg lab.Config) string {
+	t.Helper()
+	if cfg.SaleURL == "" {
+		cfg.SaleURL = servicetest.Start(t, "r1") + "/sale"
+		cfg.Replicas = []string{"r1"}
+	}
+	cfg.Tick = 20 * time.Millisecond
+	l := lab.New(cfg)
+	ts := httptest.NewServer(l.Handler())
+	t.Cleanup(func() { ts.Close(); l.Close() })
+	return ts.URL
+}
+
+// do sends method path with body and headers, and returns the status and
+// the decoded JSON reply.
+func do(t *testing.T, method, url, body string, header map[string]string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var reply map[string]any
+	_ = json.NewDecoder(res.Body).Decode(&reply)
+	return res.StatusCode, reply
+}
+
+// Every field is checked, and a bad one is a 400 that says what is wrong.
+func TestSettingsAreValidated(t *testing.T) {
+	u := start(t, lab.Config{})
+	for body, want := range map[string]string{
+		`{"locks":[],"requests":10,"concurrency":1,"stock":5}`:                    "at least one version",
+		`{"locks":["v9"],"requests":10,"concurrency":1,"stock":5}`:                `version "v9"`,
+		`{"locks":["v6","v6"],"requests":10,"concurrency":1,"stock":5}`:           "twice",
+		`{"locks":["v6"],"requests":0,"concurrency":1,"stock":5}`:                 "requests 0",
+		`{"locks":["v6","v2"],"requests":5000,"concurrency":1,"stock":5}`:         "at most 8000",
+		`{"locks":["v6"],"requests":10,"concurrency":0,"stock":5}`:                "concurrency 0",
+		`{"locks":["v6"],"requests":10,"concurrency":257,"stock":5}`:              "concurrency 257",
+		`{"locks":["v6"],"requests":10,"concurrency":1,"stock":-1}`:               "stock -1",
+		`{"locks":["v6"],"requests":10,"concurrency":1,"stock":5,"wait":"spin"}`:  `wait "spin"`,
+		`{"locks":["v6"],"requests":10,"concurrency":1,"stock":5,"colour":"red"}`: "unknown field",
+		`{"locks":["v6"],"requests":10,"concurrency":1,"stock":5} {}`:             "more after",
+		`not json`: "not the expected JSON",
+	} {
+		status, reply := do(t, http.MethodPost, u+"/lab/api/runs", body, nil)
+		if status != http.StatusBadRequest || !strings.Contains(reply["error"].(string), want) {
+			t.Errorf("%s: %d %v, want 400 saying %q", body, status, reply, want)
+		}
+	}
+}
+
+// An unknown Host is refused (DNS rebinding), a state-changing request from
+// another site too, and with a token set, a start without it.
+func TestHostOriginAndToken(t *testing.T) {
+	u := start(t, lab.Config{Token: "secret", Hosts: []string{"localhost", "127.0.0.1", "lab.example"}})
+	body := `{"locks":[],"requests":1,"concurrency":1,"stock":1}` // valid enough to reach validation: 400
+	cases := []struct {
+		name, method, path string
+		header             map[string]string
+		want               int
+	}{
+		{"an unknown host", http.MethodGet, "/", map[string]string{"Host": "evil.example"}, http.StatusMisdirectedRequest},
+		{"an unknown host, API", http.MethodGet, "/lab/api/runs", map[string]string{"Host": "evil.example:80"}, http.StatusMisdirectedRequest},
+		{"a host added", http.MethodGet, "/lab/api/runs", map[string]string{"Host": "lab.example"}, http.StatusOK},
+		{"another site's page", http.MethodPost, "/lab/api/runs", map[string]string{"Origin": "http://evil.example", "Authorization": "Bearer secret"}, http.StatusForbidden},
+		{"a cross-site fetch", http.MethodPost, "/lab/api/runs", map[string]string{"Sec-Fetch-Site": "cross-site", "Authorization": "Bearer secret"}, http.StatusForbidden},
+		{"no token", http.MethodPost, "/lab/api/runs", nil, http.StatusUnauthorized},
+		{"a wrong token", http.MethodPost, "/lab/api/runs", map[string]string{"Authorization": "Bearer nope"}, http.StatusUnauthorized},
+		{"no token to stop", http.MethodDelete, "/lab/api/runs/current", nil, http.StatusUnauthorized},
+		{"the token", http.MethodPost, "/lab/api/runs", map[string]string{"Authorization": "Bearer secret"}, http.StatusBadRequest},
+		{"its own page", http.MethodPost, "/lab/api/runs", map[string]string{"Origin": u, "Sec-Fetch-Site": "same-origin", "Authorization": "Bearer secret"}, http.StatusBadRequest},
+		{"reading needs no token", http.MethodGet, "/lab/api/config", nil, http.StatusOK},
+	}
+	for _, c := range cases {
+		status, reply := do(t, c.method, u+c.path, body, c.header)
+		if status != c.want {
+			t.Errorf("%s: %d %v, want %d", c.name, status, reply, c.want)
+		}
+		if status >= 400 && (reply["error"] == nil || reply["code"] == nil) {
+			t.Errorf("%s: %d without a JSON error: %v", c.name, status, reply)
+		}
+	}
+}
+
+// One run at a time: a second start while one runs is a 409 naming it; a
+// stop cancels it, and it ends as cancelled with what it did kept.
+func TestOneRunAtATime(t *testing.T) {
+	u := start(t, lab.Config{})
+	status, first := do(t, http.MethodPost, u+"/lab/api/runs", `{"locks":["v6"],"requests":8000,"concurrency":2,"stock":100000}`, nil)
+	if status != http.StatusAccepted {
+		t.Fatalf("start: %d %v", status, first)
+	}
+	id := first["id"].(string)
+	status, second := do(t, http.MethodPost, u+"/lab/api/runs", `{"locks":["v6"],"requests":10,"concurrency":1,"stock":5}`, nil)
+	if status != http.StatusConflict || second["running"] != id || !strings.Contains(second["error"].(string), id) {
+		t.Fatalf("a second start while %s runs: %d %v, want 409 naming it", id, status, second)
+	}
+	if status, reply := do(t, http.MethodDelete, u+"/lab/api/runs/current", "", nil); status != http.StatusAccepted {
+		t.Fatalf("stop: %d %v", status, reply)
+	}
+	var run map[string]any
+	locktest.WaitFor(t, 30*time.Second, "the run to end", func() bool {
+		_, run = do(t, http.MethodGet, u+"/lab/api/runs/"+id, "", nil)
+		return run["status"] != "running"
+	})
+	if run["status"] != "cancelled" {
+		t.Fatalf("stopped run: %v, want cancelled", run["status"])
+	}
+	if status, reply := do(t, http.MethodDelete, u+"/lab/api/runs/current", "", nil); status != http.StatusConflict {
+		t.Fatalf("stop with nothing running: %d %v, want 409", status, reply)
+	}
+	if status, _ := do(t, http.MethodPost, u+"/lab/api/runs", `{"locks":["v6"],"requests":5,"concurrency":1,"stock":5}`, nil); status != http.StatusAccepted {
+		t.Fatalf("a start once the run ended: %d", status)
+	}
+}
+
+// event is one Server-Sent Event.
+type event struct{ kind, data string }
+
+// stream reads the lab's live feed into a channel until the test ends.
+func stream(t *testing.T, u string) <-chan event {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u+"/lab/api/events", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("feed Content-Type %q", ct)
+	}
+	ch := make(chan event, 1024)
+	go func() {
+		defer res.Body.Close()
+		defer close(ch)
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		var e event
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				e.kind = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				e.data = strings.TrimPrefix(line, "data: ")
+			case line == "" && e.kind != "":
+				select {
+				case ch <- e:
+				case <-ctx.Done():
+					return
+				}
+				e = event{}
+			}
+		}
+	}()
+	return ch
+}
+
+// A run of two versions, followed live: the feed starts with a snapshot,
+// then progress with holds, each version's result with the checker's
+// verdict (none oversells; v6 holds the lock, none does not), and the end;
+// the run's JSON has every hold, and its report opens.
+func TestRunIsFollowedAndJudged(t *testing.T) {
+	u := start(t, lab.Config{})
+	feed := stream(t, u)
+	if e := <-feed; e.kind != "snapshot" {
+		t.Fatalf("first event %q, want the snapshot", e.kind)
+	}
+	status, reply := do(t, http.MethodPost, u+"/lab/api/runs", `{"locks":["v6","atomic"],"requests":300,"concurrency":8,"stock":200}`, nil)
+	if status != http.StatusAccepted {
+		t.Fatalf("start: %d %v", status, reply)
+	}
+	id := reply["id"].(string)
+	liveHolds, results := 0, map[string]map[string]any{}
+	timeout := time.After(60 * time.Second)
+	for done := false; !done; {
+		select {
+		case e, ok := <-feed:
+			if !ok {
+				t.Fatal("the feed ended")
+			}
+			if e.kind == "stack" {
+				continue
+			}
+			var v map[string]any
+			if err := json.Unmarshal([]byte(e.data), &v); err != nil {
+				t.Fatalf("%s: %v", e.kind, err)
+			}
+			switch e.kind {
+			case "progress":
+				holds, _ := v["holds"].([]any)
+				liveHolds += len(holds)
+			case "result":
+				r := v["result"].(map[string]any)
+				results[r["lock"].(string)] = r
+			case "end":
+				done = v["id"] == id
+			}
+		case <-timeout:
+			t.Fatal("no end of the run within 60 s")
+		}
+	}
+	if liveHolds == 0 {
+		t.Error("no hold reached the page while the run went")
+	}
+	for lock, holds := range map[string]float64{"v6": 300, "atomic": 0} {
+		r := results[lock]
+		if r == nil || r["sold"] != 200.0 || r["oversold"] != 0.0 || r["two_holders"] != 0.0 || r["linearizability"] != "ok" || r["holds"] != holds {
+			t.Errorf("%s: result %v, want 200 sold, none oversold, linearizable, %v holds", lock, r, holds)
+		}
+	}
+	_, run := do(t, http.MethodGet, u+"/lab/api/runs/"+id, "", nil)
+	if holds, _ := run["holds"].([]any); run["status"] != "done" || len(holds) != 300 {
+		t.Fatalf("run: status %v, %d holds, want done and v6's 300", run["status"], len(holds))
+	}
+	res, err := http.Get(u + "/lab/api/runs/" + id + "/report")
+	if err != nil || res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("report: %v %v", res, err)
+	}
+	res.Body.Close()
+}
+
+// The stack's health: a Redis node that answers is up, a closed port down,
+// a listener that accepts and never answers frozen.
+func TestStackHealth(t *testing.T) {
+	rdb := redistest.Start(t)
+	closed, _ := net.Listen("tcp", "127.0.0.1:0")
+	closedAddr := closed.Addr().String()
+	closed.Close()
+	silent, _ := net.Listen("tcp", "127.0.0.1:0")
+	t.Cleanup(func() { silent.Close() })
+	go func() {
+		var held []net.Conn
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				for _, c := range held {
+					c.Close()
+				}
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	u := start(t, lab.Config{Nodes: []lab.Node{{Name: "up", Kind: "redis", Addr: rdb.Addr},
+		{Name: "down", Kind: "redis", Addr: closedAddr}, {Name: "frozen", Kind: "redis", Addr: silent.Addr().String()}}})
+	feed := stream(t, u)
+	want := map[string]string{"up": "up", "down": "down", "frozen": "frozen", "r1": "up", "nginx": "up"}
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case e := <-feed:
+			var nodes []lab.NodeHealth
+			if e.kind == "stack" {
+				_ = json.Unmarshal([]byte(e.data), &nodes)
+			} else if e.kind == "snapshot" {
+				var s struct{ Stack []lab.NodeHealth }
+				_ = json.Unmarshal([]byte(e.data), &s)
+				nodes = s.Stack
+			}
+			got := map[string]string{}
+			for _, n := range nodes {
+				got[n.Name] = n.State
+			}
+			if len(got) == len(want) && func() bool {
+				for k, v := range want {
+					if got[k] != v {
+						return false
+					}
+				}
+				return true
+			}() {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the stack's states never read up, down, frozen as they are")
+		}
+	}
+}

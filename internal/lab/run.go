@@ -1,0 +1,338 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/checker"
+	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/loadtest"
+	"github.com/locklab/locklab/internal/versions"
+)
+
+// Settings are what a run asks for: the load test's settings.
+type Settings struct {
+	Locks       []string `json:"locks"`
+	Wait        string   `json:"wait"` // "": as the replicas' -wait
+	Fence       bool     `json:"fence"`
+	Requests    int      `json:"requests"` // per version
+	Concurrency int      `json:"concurrency"`
+	Stock       int64    `json:"stock"`
+}
+
+// validate says, in a sentence the page shows, what is wrong with s.
+func (s Settings) validate() error {
+	names := versions.Names()
+	switch {
+	case len(s.Locks) == 0:
+		return errors.New("choose at least one version")
+	case s.Wait != "" && !slices.Contains(versions.Waits, s.Wait):
+		return fmt.Errorf("wait %q: want one of %s", s.Wait, strings.Join(versions.Waits, ", "))
+	case s.Requests < 1 || s.Requests*len(s.Locks) > MaxRequests:
+		return fmt.Errorf("requests %d for %d version(s): want 1 or more, and at most %d in all", s.Requests, len(s.Locks), MaxRequests)
+	case s.Concurrency < 1 || s.Concurrency > MaxConcurrency:
+		return fmt.Errorf("concurrency %d: want 1-%d", s.Concurrency, MaxConcurrency)
+	case s.Stock < 0 || s.Stock > MaxStock:
+		return fmt.Errorf("stock %d: want 0-%d", s.Stock, MaxStock)
+	}
+	for i, lock := range s.Locks {
+		if !slices.Contains(names, lock) {
+			return fmt.Errorf("version %q: want one of %s", lock, strings.Join(names, ", "))
+		}
+		if slices.Contains(s.Locks[:i], lock) {
+			return fmt.Errorf("version %q is chosen twice", lock)
+		}
+	}
+	return nil
+}
+
+// Hold is one sale as the timeline draws it: its lane (replica), the time
+// its holder believed it held the lock (history.Sale.Held), what it read
+// and wrote, and how it ended. Times are Unix microseconds.
+type Hold struct {
+	Lock    string `json:"lock"`
+	ID      string `json:"id"`
+	Replica string `json:"replica"`
+	Owner   string `json:"owner,omitempty"`
+	From    int64  `json:"from"`
+	To      int64  `json:"to"`
+	Read    *int64 `json:"read,omitempty"`
+	Wrote   *int64 `json:"wrote,omitempty"`
+	Token   int64  `json:"token,omitempty"`
+	Status  int    `json:"status"`
+	Code    string `json:"code,omitempty"`
+}
+
+func holdOf(lock string, s history.Sale) (Hold, bool) {
+	from, to, ok := s.Held()
+	if !ok {
+		return Hold{}, false
+	}
+	h := Hold{Lock: lock, ID: s.ID, Replica: s.Replica, Owner: s.Owner, From: from.UnixMicro(), To: to.UnixMicro(),
+		Token: s.Token, Status: s.Status, Code: s.Code}
+	if !s.Read.At.IsZero() {
+		v := s.Read.Value
+		h.Read = &v
+	}
+	if !s.Written.At.IsZero() {
+		v := s.Written.Value
+		h.Wrote = &v
+	}
+	return h, true
+}
+
+// Counts are a version's replies so far, as the load test tallies them.
+type Counts struct {
+	Lock      string `json:"lock"`
+	Sent      int64  `json:"sent"`
+	Sold      int64  `json:"sold"`
+	SoldOut   int64  `json:"sold_out"`
+	Fenced    int64  `json:"fenced"`
+	Failed    int64  `json:"failed"`
+	Unknown   int64  `json:"unknown"`
+	Remaining int64  `json:"remaining"` // the lowest stock a sold reply reported; -1: none yet
+}
+
+// run is one run of the lab: its settings, and what it found.
+type run struct {
+	ID       string
+	settings Settings
+	started  time.Time
+
+	mu      sync.Mutex
+	ended   time.Time
+	status  string // running, done, failed, cancelled
+	err     string
+	current string // the version running now
+	results []loadtest.Result
+	counts  []Counts
+	holds   []Hold
+	cfg     loadtest.Config
+}
+
+// summary is a run's line in the table of runs.
+type summary struct {
+	ID       string            `json:"id"`
+	Settings Settings          `json:"settings"`
+	Started  time.Time         `json:"started"`
+	Ended    time.Time         `json:"ended,omitzero"`
+	Status   string            `json:"status"`
+	Error    string            `json:"error,omitempty"`
+	Current  string            `json:"current,omitempty"`
+	Counts   []Counts          `json:"counts"`
+	Results  []loadtest.Result `json:"results"`
+}
+
+// evidence is a whole run: its summary and every hold.
+type evidence struct {
+	summary
+	Holds []Hold `json:"holds"`
+}
+
+func (r *run) summary() summary {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return summary{ID: r.ID, Settings: r.settings, Started: r.started, Ended: r.ended, Status: r.status, Error: r.err,
+		Current: r.current, Counts: slices.Clone(r.counts), Results: slices.Clone(r.results)}
+}
+
+func (r *run) snapshot() evidence {
+	s := r.summary()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return evidence{summary: s, Holds: slices.Clone(r.holds)}
+}
+
+func (r *run) reportInput() ([]loadtest.Result, loadtest.Config) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.results), r.cfg
+}
+
+// start begins a run (202 with its summary), or says why not: 409 while
+// another runs, 400 with what is wrong in the settings.
+func (l *Lab) start(w http.ResponseWriter, req *http.Request) {
+	var s Settings
+	if err := decode(req, &s); err != nil {
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, err.Error())
+		return
+	}
+	if err := s.validate(); err != nil {
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, err.Error())
+		return
+	}
+	l.mu.Lock()
+	if l.running != nil {
+		id := l.running.ID
+		l.mu.Unlock()
+		writeJSON(w, http.StatusConflict, map[string]string{"error": "run " + id + " is running: one run at a time (stop it, or wait)", "code": "busy", "running": id})
+		return
+	}
+	r := &run{ID: history.RunID(), settings: s, started: time.Now(), status: "running"}
+	ctx, cancel := context.WithCancel(context.Background())
+	l.running, l.cancel, l.done = r, cancel, make(chan struct{})
+	l.runs = append(l.runs, r)
+	if len(l.runs) > keptRuns {
+		l.runs = l.runs[len(l.runs)-keptRuns:]
+	}
+	done := l.done
+	l.mu.Unlock()
+	go func() {
+		defer close(done)
+		l.execute(ctx, r)
+		cancel()
+		l.mu.Lock()
+		l.running, l.cancel = nil, nil
+		l.mu.Unlock()
+		l.publish("end", r.summary())
+	}()
+	writeJSON(w, http.StatusAccepted, r.summary())
+}
+
+// stop cancels the running run: the load test stops sending, the sales in
+// flight end (each releases its lock), and what was done is kept.
+func (l *Lab) stop(w http.ResponseWriter, _ *http.Request) {
+	l.mu.Lock()
+	r, cancel := l.running, l.cancel
+	l.mu.Unlock()
+	if r == nil {
+		writeError(w, http.StatusConflict, "not_running", "no run is running")
+		return
+	}
+	cancel()
+	writeJSON(w, http.StatusAccepted, map[string]string{"stopping": r.ID})
+}
+
+// execute runs each version in turn with the load test, following the
+// replicas' history meanwhile, and publishes what it finds every tick.
+func (l *Lab) execute(ctx context.Context, r *run) {
+	cfg := loadtest.Config{URL: l.cfg.SaleURL, Requests: r.settings.Requests, Concurrency: r.settings.Concurrency,
+		Stock: r.settings.Stock, AdminToken: l.cfg.AdminToken, Wait: r.settings.Wait, Fence: r.settings.Fence,
+		Client: loadtest.NewClient(r.settings.Concurrency)}
+	r.mu.Lock()
+	r.cfg = cfg
+	r.mu.Unlock()
+	status := "done"
+	for _, lock := range r.settings.Locks {
+		if ctx.Err() != nil {
+			status = "cancelled"
+			break
+		}
+		res, err := l.version(ctx, r, cfg, lock)
+		r.mu.Lock()
+		if res.Lock != "" {
+			r.results = append(r.results, res)
+		}
+		r.mu.Unlock()
+		l.publish("result", map[string]any{"run": r.ID, "result": res})
+		switch {
+		case errors.Is(err, context.Canceled):
+			status = "cancelled"
+		case err != nil:
+			status = "failed"
+			r.mu.Lock()
+			r.err = err.Error()
+			r.mu.Unlock()
+		}
+		if err != nil {
+			break
+		}
+	}
+	r.mu.Lock()
+	r.status, r.ended, r.current = status, time.Now(), ""
+	r.mu.Unlock()
+}
+
+// version runs one version of r: the load test, with its replies counted as
+// they come and its holds followed in the replicas' history, both published
+// every tick; at the end the holds are the load test's own evidence.
+func (l *Lab) version(ctx context.Context, r *run, cfg loadtest.Config, lock string) (loadtest.Result, error) {
+	cfg.RunID = history.RunID()
+	var c struct{ sent, sold, soldOut, fenced, failed, unknown, remaining atomic.Int64 }
+	c.remaining.Store(-1)
+	cfg.Progress = func(op checker.Op) {
+		c.sent.Add(1)
+		switch op.Outcome {
+		case api.Sold:
+			c.sold.Add(1)
+			for rem := c.remaining.Load(); rem < 0 || op.Remaining < rem; rem = c.remaining.Load() {
+				if c.remaining.CompareAndSwap(rem, op.Remaining) {
+					break
+				}
+			}
+		case api.SoldOut:
+			c.soldOut.Add(1)
+		case api.Fenced:
+			c.fenced.Add(1)
+		case api.Unknown:
+			c.unknown.Add(1)
+		default:
+			c.failed.Add(1)
+		}
+	}
+	counts := func() Counts {
+		return Counts{Lock: lock, Sent: c.sent.Load(), Sold: c.sold.Load(), SoldOut: c.soldOut.Load(), Fenced: c.fenced.Load(),
+			Failed: c.failed.Load(), Unknown: c.unknown.Load(), Remaining: c.remaining.Load()}
+	}
+	r.mu.Lock()
+	r.current = lock
+	idx := len(r.counts)
+	r.counts = append(r.counts, counts())
+	r.mu.Unlock()
+
+	f := newFollower(l, cfg.RunID, lock)
+	f.start(ctx)
+	tick := time.NewTicker(l.cfg.Tick)
+	defer tick.Stop()
+	type outcome struct {
+		res loadtest.Result
+		err error
+	}
+	ended := make(chan outcome, 1)
+	go func() {
+		res, err := loadtest.Run(ctx, cfg, lock)
+		ended <- outcome{res, err}
+	}()
+	publish := func() {
+		now := counts()
+		holds := f.take()
+		r.mu.Lock()
+		r.counts[idx] = now
+		r.holds = append(r.holds, holds...)
+		r.mu.Unlock()
+		l.publish("progress", map[string]any{"run": r.ID, "counts": now, "holds": holds})
+	}
+	for {
+		select {
+		case <-tick.C:
+			publish()
+		case o := <-ended:
+			f.stop()
+			publish()
+			// The load test read every replica's history for its verdict:
+			// that is the version's whole timeline, replacing what was
+			// followed live (which may have missed the last tick's).
+			if len(o.res.Sales) > 0 {
+				var all []Hold
+				for _, s := range o.res.Sales {
+					if h, ok := holdOf(lock, s); ok {
+						all = append(all, h)
+					}
+				}
+				r.mu.Lock()
+				r.holds = append(slices.DeleteFunc(r.holds, func(h Hold) bool { return h.Lock == lock }), all...)
+				r.mu.Unlock()
+				l.publish("holds", map[string]any{"run": r.ID, "lock": lock, "holds": all})
+			}
+			return o.res, o.err
+		}
+	}
+}

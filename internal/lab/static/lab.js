@@ -1,0 +1,294 @@
+// The lab's page: it draws what the lab sends (a snapshot, then events) and
+// sends nothing but the run's settings. The picture is a function of the
+// data: runs[id] holds everything, and draw() is called once per animation
+// frame when something changed, never per event.
+"use strict";
+
+const $ = (sel) => document.querySelector(sel);
+const state = { config: null, stack: [], runs: [], current: null, dirty: true, hits: [] };
+
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "text") e.textContent = v; else if (k in e && k !== "list") e[k] = v; else e.setAttribute(k, v);
+  }
+  for (const k of kids) if (k != null) e.append(k);
+  return e;
+}
+
+async function api(method, path, body) {
+  const headers = { "Content-Type": "application/json" };
+  const token = $("#token").value;
+  if (token) headers.Authorization = "Bearer " + token;
+  const res = await fetch(path, { method, headers, body: body ? JSON.stringify(body) : undefined });
+  const data = await res.json().catch(() => ({}));
+  if (!res.ok) throw new Error(data.error || res.status + " " + res.statusText);
+  return data;
+}
+
+async function init() {
+  state.config = await api("GET", "/lab/api/config");
+  const locks = $("#locks");
+  for (const v of state.config.versions) {
+    const box = el("input", { type: "checkbox", name: "lock", value: v.name });
+    if (v.name === "v2" || v.name === "v6") box.checked = true;
+    locks.append(el("label", { title: v.guard + ". Fixes: " + v.fixes + ". Still wrong: " + v.flaw }, box, " " + v.name));
+  }
+  for (const w of state.config.waits) $("#wait").append(el("option", { value: w, text: w }));
+  $("#token-field").hidden = !state.config.token_required;
+  $("#form").addEventListener("submit", start);
+  $("#stop").addEventListener("click", () => api("DELETE", "/lab/api/runs/current").catch(showError));
+  const canvas = $("#timeline");
+  canvas.addEventListener("mousemove", (e) => hover(e.offsetX, e.offsetY));
+  canvas.addEventListener("mouseleave", () => ($("#tip").hidden = true));
+  window.addEventListener("resize", () => (state.dirty = true));
+  listen();
+  requestAnimationFrame(frame);
+}
+
+function showError(err) { $("#form-error").textContent = err.message || String(err); }
+
+async function start(e) {
+  e.preventDefault();
+  $("#form-error").textContent = "";
+  const locks = [...document.querySelectorAll("input[name=lock]:checked")].map((b) => b.value);
+  const settings = {
+    locks, wait: $("#wait").value, fence: $("#fence").checked,
+    requests: Number($("#requests").value), concurrency: Number($("#concurrency").value), stock: Number($("#stock").value),
+  };
+  try {
+    const run = await api("POST", "/lab/api/runs", settings);
+    adopt(run);
+  } catch (err) { showError(err); }
+}
+
+// adopt makes run (a summary or a whole run) the one the live panel shows.
+function adopt(run) {
+  const known = state.runs.find((r) => r.id === run.id);
+  const r = known || { holds: [] };
+  Object.assign(r, run, { holds: run.holds || r.holds || [] });
+  if (!known) state.runs.push(r);
+  state.current = r;
+  state.dirty = true;
+  return r;
+}
+
+function listen() {
+  const es = new EventSource("/lab/api/events");
+  es.addEventListener("snapshot", (e) => {
+    const snap = JSON.parse(e.data);
+    state.stack = snap.stack || [];
+    for (const r of snap.runs || []) adoptQuiet(r);
+    if (snap.running) adopt(snap.running);
+    else if (!state.current && state.runs.length) state.current = state.runs[state.runs.length - 1];
+    state.dirty = true;
+  });
+  es.addEventListener("stack", (e) => { state.stack = JSON.parse(e.data); state.dirty = true; });
+  es.addEventListener("progress", (e) => {
+    const p = JSON.parse(e.data);
+    const r = runById(p.run);
+    if (!r) return;
+    const i = (r.counts || []).findIndex((c) => c.lock === p.counts.lock);
+    r.counts = r.counts || [];
+    if (i < 0) r.counts.push(p.counts); else r.counts[i] = p.counts;
+    r.current = p.counts.lock;
+    for (const h of p.holds || []) r.holds.push(h);
+    state.dirty = true;
+  });
+  es.addEventListener("holds", (e) => {
+    const p = JSON.parse(e.data);
+    const r = runById(p.run);
+    if (!r) return;
+    r.holds = r.holds.filter((h) => h.lock !== p.lock).concat(p.holds);
+    state.dirty = true;
+  });
+  es.addEventListener("result", (e) => {
+    const p = JSON.parse(e.data), res = p.result;
+    const r = runById(p.run);
+    if (!res.lock) return;
+    r.results = (r.results || []).filter((x) => !(x.lock === res.lock && x.wait === res.wait)).concat([res]);
+    state.dirty = true;
+  });
+  es.addEventListener("end", (e) => { adopt(JSON.parse(e.data)); });
+}
+
+function adoptQuiet(run) {
+  const known = state.runs.find((r) => r.id === run.id);
+  if (known) Object.assign(known, run, { holds: known.holds });
+  else state.runs.push(Object.assign({ holds: [] }, run));
+}
+
+function runById(id) {
+  let r = state.runs.find((x) => x.id === id);
+  if (!r) r = adopt({ id, holds: [], status: "running" });
+  return r;
+}
+
+function frame() {
+  if (state.dirty) {
+    state.dirty = false;
+    drawStack();
+    drawRun();
+    drawRuns();
+  }
+  requestAnimationFrame(frame);
+}
+
+function drawStack() {
+  const ul = $("#stack");
+  ul.replaceChildren(...state.stack.map((n) => {
+    const s = n.settings || {};
+    const what = n.kind === "replica"
+      ? ["-lock " + (s.lock || "?"), "-wait " + (s.wait || "?"), s.fence === "true" ? "-fence" : "", "-work " + (s.work || "0"), "ttl " + (s.ttl || "?")].filter(Boolean).join(" ")
+      : (n.addr || "");
+    return el("li", { className: "node", "data-state": n.state, "data-name": n.name, title: n.detail || "" },
+      el("b", { text: n.name }), el("span", { className: "state", text: n.state }), el("small", { text: n.kind + (what ? ": " + what : "") }));
+  }));
+}
+
+function drawRun() {
+  const r = state.current;
+  const running = r && r.status === "running";
+  $("#start").disabled = running;
+  $("#stop").disabled = !running;
+  $("#run-status").textContent = r ? "· run " + r.id + " · " + r.status + (r.current ? " · " + r.current : "") + (r.error ? " · " + r.error : "") : "";
+  const stock = r && r.settings ? r.settings.stock : 0;
+  $("#gauges").replaceChildren(...((r && r.counts) || []).map((c) => {
+    const left = c.remaining >= 0 ? c.remaining : stock;
+    const bar = el("div", { className: "bar" }, el("span"));
+    bar.firstChild.style.width = (stock > 0 ? (100 * left) / stock : 0) + "%";
+    return el("div", { className: "gauge", "data-lock": c.lock },
+      el("b", { text: c.lock + ": stock " + left + " of " + stock }), bar,
+      el("div", { className: "counts", text: `sent ${c.sent} · sold ${c.sold} · sold out ${c.sold_out} · fenced ${c.fenced} · failed ${c.failed} · unknown ${c.unknown}` }));
+  }));
+  drawTimeline(r);
+  $("#verdicts").replaceChildren(...((r && r.results) || []).map(verdict));
+}
+
+// ok is a result with nothing wrong in it: no unit sold twice, no two
+// holders, no lost update, and linearizable.
+function ok(res) {
+  return res.oversold === 0 && !(res.two_holders > 0) && !(res.lost_updates > 0) && res.linearizability !== "violated";
+}
+
+function verdict(res) {
+  const word = ok(res) ? "ok" : "violated";
+  const parts = [`sold ${res.sold}, stock ${res.stock_before} → ${res.stock_after}`, `oversold ${res.oversold}`];
+  if (res.history_checked) parts.push(`two holders ${res.two_holders}`, `lost updates ${res.lost_updates}`);
+  if (res.linearizability) parts.push("linearizable: " + res.linearizability);
+  if (res.not_linearizable) parts.push(res.not_linearizable);
+  if (res.history_note) parts.push(res.history_note);
+  return el("div", { className: "verdict", "data-word": word, "data-lock": res.lock },
+    el("span", { className: "word", text: word }), el("b", { text: (res.lock + " " + (res.wait || "")).trim() + ": " }), parts.join(" · "));
+}
+
+// marks finds, per version, the holds that overlapped another owner's (a
+// sweep in start order, remembering the hold that reaches furthest) and
+// the holds the checker named in a lost update.
+function marks(r) {
+  const overlap = new Set(), lost = new Set();
+  const byLock = {};
+  for (const h of r.holds) (byLock[h.lock] = byLock[h.lock] || []).push(h);
+  for (const hs of Object.values(byLock)) {
+    hs.sort((a, b) => a.from - b.from);
+    let far = null;
+    for (const h of hs) {
+      if (far && h.from < far.to && h.owner !== far.owner) { overlap.add(h.id + h.lock); overlap.add(far.id + far.lock); }
+      if (!far || h.to > far.to) far = h;
+    }
+  }
+  for (const res of r.results || []) for (const p of res.lost || []) { lost.add(p.a.id + res.lock); lost.add(p.b.id + res.lock); }
+  return { overlap, lost };
+}
+
+function drawTimeline(r) {
+  const canvas = $("#timeline");
+  const dpr = window.devicePixelRatio || 1;
+  const w = canvas.clientWidth, h = canvas.clientHeight;
+  if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
+    canvas.width = Math.round(w * dpr); canvas.height = Math.round(h * dpr);
+  }
+  const g = canvas.getContext("2d");
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.clearRect(0, 0, w, h);
+  state.hits = [];
+  const holds = (r && r.holds) || [];
+  const lanes = [...new Set([...(state.config ? state.config.replicas : []), ...holds.map((x) => x.replica)])].sort();
+  const left = 96, top = 8, laneH = Math.max(24, Math.min(80, (h - top - 20) / Math.max(1, lanes.length)));
+  g.font = "12px system-ui, sans-serif";
+  g.fillStyle = "#5b6673";
+  lanes.forEach((name, i) => g.fillText(name, 6, top + i * laneH + laneH / 2 + 4));
+  const { overlap, lost } = marks(r || { holds: [] });
+  canvas.dataset.holds = holds.length;
+  canvas.dataset.overlaps = overlap.size;
+  canvas.dataset.lost = lost.size;
+  if (!holds.length) return;
+  let t0 = Infinity, t1 = -Infinity;
+  for (const x of holds) { t0 = Math.min(t0, x.from); t1 = Math.max(t1, x.to); }
+  const span = Math.max(1, t1 - t0), width = w - left - 8;
+  const X = (t) => left + ((t - t0) / span) * width;
+  const hatch = hatchPattern(g);
+  for (const x of holds) {
+    const lane = lanes.indexOf(x.replica);
+    const x0 = X(x.from), x1 = Math.max(x0 + 1, X(x.to));
+    const y = top + lane * laneH + 4, hh = laneH - 8;
+    const key = x.id + x.lock;
+    const bad = overlap.has(key);
+    g.fillStyle = bad ? hatch : "#5a7bb5";
+    g.fillRect(x0, y, x1 - x0, hh);
+    if (lost.has(key)) { g.strokeStyle = "#000"; g.lineWidth = 2; g.strokeRect(x0, y, x1 - x0, hh); }
+    state.hits.push([x0, x1, y, y + hh, x, bad, lost.has(key)]);
+  }
+  g.fillStyle = "#5b6673";
+  g.fillText(((t1 - t0) / 1000).toFixed(0) + " ms", w - 70, h - 4);
+}
+
+let hatchCache = null;
+function hatchPattern(g) {
+  if (hatchCache) return hatchCache;
+  const c = document.createElement("canvas");
+  c.width = c.height = 6;
+  const p = c.getContext("2d");
+  p.fillStyle = "#c0392b"; p.fillRect(0, 0, 6, 6);
+  p.strokeStyle = "#fff"; p.lineWidth = 1.5;
+  p.beginPath(); p.moveTo(0, 6); p.lineTo(6, 0); p.stroke();
+  hatchCache = g.createPattern(c, "repeat");
+  return hatchCache;
+}
+
+function hover(px, py) {
+  const tip = $("#tip");
+  const hit = state.hits.findLast((h) => px >= h[0] - 1 && px <= h[1] + 1 && py >= h[2] && py <= h[3]);
+  if (!hit) { tip.hidden = true; return; }
+  const x = hit[4];
+  const lines = [`${x.lock} · ${x.replica} · ${x.id}`, `held ${((x.to - x.from) / 1000).toFixed(2)} ms`,
+    x.read != null ? `read ${x.read}` : "read nothing", x.wrote != null ? `wrote ${x.wrote}` : "wrote nothing",
+    `reply ${x.status}${x.code ? " " + x.code : ""}${x.token ? " · token " + x.token : ""}`];
+  if (hit[5]) lines.push("TWO HOLDERS: held while another owner held the lock");
+  if (hit[6]) lines.push("LOST UPDATE: read what another sold sale had read");
+  tip.textContent = lines.join("\n");
+  tip.style.left = Math.min(px + 12, $("#timeline").clientWidth - 240) + "px";
+  tip.style.top = py + 12 + "px";
+  tip.hidden = false;
+}
+
+function drawRuns() {
+  const rows = [];
+  for (const r of [...state.runs].reverse()) {
+    for (const res of r.results || []) {
+      const bad = (v) => (v > 0 ? "bad" : "");
+      rows.push(el("tr", {},
+        el("td", { text: r.id }), el("td", { text: res.lock }), el("td", { text: res.wait || "" }),
+        el("td", { text: res.sold }), el("td", { className: bad(res.oversold), text: res.oversold }),
+        el("td", { className: bad(res.two_holders), text: res.history_checked ? res.two_holders : "-" }),
+        el("td", { className: bad(res.lost_updates), text: res.history_checked ? res.lost_updates : "-" }),
+        el("td", { className: res.linearizability === "violated" ? "bad" : "", text: res.linearizability || "-" }),
+        el("td", { text: Math.round(res.sales_per_sec) }),
+        el("td", {}, el("a", { href: "/lab/api/runs/" + r.id + "/report", text: "report" }), " ",
+          el("a", { href: "/lab/api/runs/" + r.id + "?download", text: "json" }))));
+    }
+  }
+  $("#runs tbody").replaceChildren(...rows);
+}
+
+init().catch((err) => showError(err));

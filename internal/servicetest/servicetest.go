@@ -1,0 +1,43 @@
+// Package servicetest runs one replica of the real service over a real
+// redis-server in the test's process, behind a mux that routes
+// /replica/NAME/ to it as nginx does: for the tests of what drives the
+// service (the load test, the lab).
+package servicetest
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/redistest"
+	"github.com/locklab/locklab/internal/sale"
+	"github.com/locklab/locklab/internal/server"
+	"github.com/locklab/locklab/internal/versions"
+	"github.com/redis/go-redis/v9"
+)
+
+// Start runs the replica called name (-lock v1, -lock-override, polling
+// every millisecond, its history kept) and returns its base URL: /sale,
+// /stock, /history, and /replica/NAME/... for each. Stopped by the test's
+// cleanup.
+func Start(tb testing.TB, name string) string {
+	tb.Helper()
+	srv := redistest.Start(tb)
+	poll := versions.Variant{Wait: "poll"}
+	all := versions.BuildAll(versions.Deps{Redis: srv.Client(), Redlock: []redis.UniversalClient{srv.Client()},
+		LockKey: "lock", Retry: time.Millisecond, RedlockRetry: time.Millisecond}, []versions.Variant{poll})
+	svc := sale.New(srv.Client(), sale.Options{})
+	h := server.New(server.Config{Seller: svc, Versions: all, Default: poll, Names: versions.Names(),
+		Lock: "v1", Override: true, Replica: name, Log: slog.New(slog.DiscardHandler),
+		Ready: func(context.Context) error { return nil }, History: history.NewRing(10000)})
+	mux := http.NewServeMux()
+	mux.Handle("/replica/"+name+"/", http.StripPrefix("/replica/"+name, h))
+	mux.Handle("/", h)
+	ts := httptest.NewServer(mux)
+	tb.Cleanup(ts.Close)
+	return ts.URL
+}
