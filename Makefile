@@ -13,7 +13,7 @@ CLUSTER := $(GO) run ./cmd/cluster
 URL := http://localhost:$(PORT)
 REPORT := $(CURDIR)/report.html
 
-.PHONY: lab-screenshot fuzz stress test-busy bench bench-readme bench-guards scenarios scenarios-compose nemesis scenarios-readme test test-e2e e2e-compose images-offline vet build check-tools up down status demo bench-loadtest clean
+.PHONY: lab lab-screenshot fuzz stress test-busy bench bench-readme bench-guards scenarios scenarios-compose nemesis scenarios-readme test test-e2e e2e-compose images-offline vet build check-tools up down status demo bench-loadtest clean
 
 test: check-tools vet
 	$(GO) test -race ./...
@@ -91,6 +91,11 @@ check-tools:
 
 up:
 	@$(CLUSTER) up
+
+# The lab with every fault cell runnable: the scenarios' cluster (fault
+# hooks on, a 1 s lease, the fault proxies), left running; make down stops it.
+lab:
+	@$(SCENARIO_ENV) $(CLUSTER) up
 
 down:
 	@$(CLUSTER) down

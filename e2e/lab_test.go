@@ -113,14 +113,16 @@ func waitFor(t *testing.T, ctx context.Context, what, expr string) {
 	}
 }
 
-// The lab in a real browser, through nginx on the local cluster: the page
-// loads with the stack up; v2 run from the page ends "violated", with red
-// overlapping holds in its timeline; v6 ends "ok" with none; and the page
-// logs no error on the way.
+// The lab in a real browser, through nginx on the local cluster as make lab
+// starts it (fault hooks on, a 1 s lease): the page loads with the stack up;
+// v2 run from the page ends "violated", with red overlapping holds in its
+// timeline; v6 ends "ok" with none; the slow-holder cell for v6 oversells,
+// and with fencing the stale write is refused, each with its sales and its
+// fault's moments on the timeline; and the page logs no error on the way.
 func TestLab(t *testing.T) {
 	bin := clusterBin(t)
 	port := redistest.FreePort(t)
-	up(t, bin, port, t.TempDir())
+	up(t, bin, port, t.TempDir(), "INVENTORY_CHAOS=true", "INVENTORY_TTL=1s", "INVENTORY_ACQUIRE_TIMEOUT=5s")
 	ctx, problems := browser(t)
 	url := fmt.Sprintf("http://localhost:%d/", port)
 	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
@@ -140,6 +142,19 @@ func TestLab(t *testing.T) {
 	waitFor(t, ctx, "v6 judged ok, with no overlapping hold",
 		`document.querySelector(".verdict[data-lock=v6]")?.dataset.word === "ok" && Number(document.querySelector("#timeline").dataset.holds) === 300 && Number(document.querySelector("#timeline").dataset.overlaps) === 0`)
 	screenshot(t, ctx, "lab-3-v6")
+
+	for _, c := range []struct{ scenario, want string }{
+		{"slow-holder", "oversell, keeps successor's lock"},
+		{"slow-holder+fence", "no oversell, stale write refused"},
+	} {
+		sel := fmt.Sprintf(`#matrix td[data-cell="%s/v6"]`, c.scenario)
+		if err := chromedp.Do(ctx, chromedp.Click(sel+" button", chromedp.NodeEnabled)); err != nil {
+			t.Fatalf("running %s for v6: %v", c.scenario, err)
+		}
+		waitFor(t, ctx, c.scenario+" for v6 observed as expected, on the timeline",
+			fmt.Sprintf(`document.querySelector('%s .observed')?.textContent === %q && Number(document.querySelector("#timeline").dataset.holds) >= 2`, sel, "✓ "+c.want))
+		screenshot(t, ctx, "lab-4-"+c.scenario)
+	}
 
 	if p := problems(); len(p) > 0 {
 		t.Errorf("the page logged errors:\n%s", strings.Join(p, "\n"))

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,8 +18,11 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/cli"
+	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/lab"
+	"github.com/locklab/locklab/internal/loadtest"
 	"github.com/locklab/locklab/internal/redisconn"
+	"github.com/locklab/locklab/internal/scenario"
 )
 
 func main() { cli.Main(run) }
@@ -41,6 +45,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	etcdMembers := fs.String("etcd", "", "etcd members (host:port, comma-separated) whose health the page shows")
 	hosts := fs.String("hosts", "", "Host names the lab answers to beside localhost, 127.0.0.1 and [::1] (comma-separated): any other is refused (DNS rebinding)")
 	adminFile := fs.String("admin-token-file", "", "read the service's admin token from this file instead of "+adminTokenEnv)
+	runDir := fs.String("run-dir", "", "the local cluster's run directory (its state file: the processes and nodes the scenario cells fault; needs replicas with -chaos); empty: the page runs no cells")
 	if err := cli.Parse(fs, args, 0); err != nil {
 		return cli.Status(err)
 	}
@@ -64,6 +69,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		for i, a := range addrs {
 			cfg.Nodes = append(cfg.Nodes, lab.Node{Name: fmt.Sprintf("%s-%d", kind.kind, i+1), Kind: kind.kind, Addr: a})
 		}
+	}
+	if *runDir != "" {
+		cfg.Cells = localCells(*runDir, cfg.SaleURL, cfg.AdminToken)
 	}
 	if len(cfg.Replicas) == 0 {
 		return usage(stderr, "-replicas: want at least one name")
@@ -97,6 +105,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		return 1
 	}
 	return 0
+}
+
+// localCells makes the scenario cells' Env of the local cluster in dir,
+// whose nginx serves saleURL.
+func localCells(dir, saleURL, adminToken string) func(context.Context) (scenario.Env, error) {
+	return func(context.Context) (scenario.Env, error) {
+		c, err := cluster.Load(dir)
+		if err != nil {
+			return scenario.Env{}, fmt.Errorf("the scenario cells need the local cluster's state: %w", err)
+		}
+		h, err := loadtest.Health(loadtest.Config{URL: saleURL, Client: loadtest.NewClient(1)})
+		if err != nil {
+			return scenario.Env{}, fmt.Errorf("cannot read the replicas' settings: %w", err)
+		}
+		env, err := scenario.Local(c, h, cmp.Or(adminToken, c.State.AdminToken))
+		env.URL = saleURL
+		return env, err
+	}
 }
 
 func split(s string) []string {

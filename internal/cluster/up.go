@@ -123,7 +123,8 @@ func Plan(cfg Config) State {
 	}
 	s.Lab = &Proc{Name: "lab", Addr: "127.0.0.1:" + strconv.Itoa(LabPort), Env: labEnv, Log: filepath.Join(cfg.Dir, "lab.log"),
 		Args: []string{filepath.Join(cfg.Dir, "bin", "lab"), "-listen", "127.0.0.1:" + strconv.Itoa(LabPort), "-url", s.URL,
-			"-replicas", strings.Join(names, ","), "-redis", strings.Join(redisAddrs, ","), "-etcd", strings.Join(etcd, ",")}}
+			"-replicas", strings.Join(names, ","), "-redis", strings.Join(redisAddrs, ","), "-etcd", strings.Join(etcd, ","),
+			"-run-dir", cfg.Dir}}
 	nd := nginxDir(cfg.Dir)
 	s.Nginx = Proc{Name: "nginx", Addr: "127.0.0.1:" + strconv.Itoa(cfg.Port), Log: filepath.Join(nd, "error.log"),
 		Args: []string{lookPath("nginx"), "-p", nd, "-c", filepath.Join(nd, "nginx.conf"),

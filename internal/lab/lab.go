@@ -30,6 +30,7 @@ import (
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/loadtest"
+	"github.com/locklab/locklab/internal/scenario"
 	"github.com/locklab/locklab/internal/versions"
 )
 
@@ -61,7 +62,11 @@ type Config struct {
 	Nodes []Node
 	// Tick is how often the page is sent what changed; default 200 ms.
 	Tick time.Duration
-	Log  *slog.Logger
+	// Cells, when set, makes the Env the scenario cells run against (the
+	// local cluster's: its processes, its nodes); nil: the page runs no
+	// cells.
+	Cells func(context.Context) (scenario.Env, error)
+	Log   *slog.Logger
 }
 
 // Node is a node of the stack the lab watches: Kind "redis" (PING) or
@@ -89,11 +94,15 @@ type Lab struct {
 	hub   *hub
 	stack *stack
 
+	cells cells
+
 	mu      sync.Mutex
-	running *run   // nil: none
+	busy    string // what runs now ("run ID", "cell S/LOCK"); "": nothing
+	busyID  string
+	running *run   // the run that runs now; nil: none (or a cell)
 	runs    []*run // the last keptRuns, oldest first
 	cancel  context.CancelFunc
-	done    chan struct{} // closed when the running run has ended
+	done    chan struct{} // closed when what runs has ended
 }
 
 // New returns a Lab; Close stops what it runs in the background.
@@ -126,7 +135,30 @@ func (l *Lab) Close() {
 		<-done
 	}
 	l.stack.close()
+	l.closeCells()
 	l.hub.close() // every page's stream ends: a server stopping waits for none
+}
+
+// claim takes the one slot for what (kind "run" or "cell", and its id):
+// one run or cell at a time, and a 409 naming the one that runs. done
+// frees the slot.
+func (l *Lab) claim(w http.ResponseWriter, kind, id string) (context.Context, func(), bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.busy != "" {
+		writeJSON(w, http.StatusConflict, map[string]string{"error": l.busy + " is running: one at a time (stop it, or wait)", "code": "busy", "running": l.busyID})
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	l.busy, l.busyID, l.cancel, l.done = kind+" "+id, id, cancel, done
+	return ctx, func() {
+		cancel()
+		l.mu.Lock()
+		l.busy, l.busyID, l.cancel, l.running = "", "", nil, nil
+		l.mu.Unlock()
+		close(done)
+	}, true
 }
 
 // Handler is the lab's HTTP handler: the page at /, its files and API
@@ -146,6 +178,9 @@ func (l *Lab) Handler() http.Handler {
 	mux.HandleFunc("DELETE /lab/api/runs/current", l.stop)
 	mux.HandleFunc("GET /lab/api/runs/{id}", l.get)
 	mux.HandleFunc("GET /lab/api/runs/{id}/report", l.report)
+	mux.HandleFunc("GET /lab/api/scenarios", l.scenarios)
+	mux.HandleFunc("POST /lab/api/cells", l.runCell)
+	mux.HandleFunc("GET /lab/api/cells/{scenario}/{lock}", l.cell)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such page: "+r.URL.Path)
 	})

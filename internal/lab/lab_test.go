@@ -310,3 +310,24 @@ func TestStackHealth(t *testing.T) {
 		}
 	}
 }
+
+// A cell is asked for by scenario and version, both checked; a lab with no
+// cluster to fault says so (503) instead of trying.
+func TestCellsAreValidated(t *testing.T) {
+	u := start(t, lab.Config{})
+	for body, want := range map[string]int{
+		`{"scenario":"no-such","lock":"v6"}`:           http.StatusBadRequest,
+		`{"scenario":"slow-holder","lock":"v3"}`:       http.StatusBadRequest, // slow-holder has no v3 cell
+		`{"scenario":"slow-holder"}`:                   http.StatusBadRequest,
+		`{"scenario":"slow-holder","lock":"v6","x":1}`: http.StatusBadRequest,
+		`{"scenario":"slow-holder","lock":"v6"}`:       http.StatusServiceUnavailable,
+	} {
+		if status, reply := do(t, http.MethodPost, u+"/lab/api/cells", body, nil); status != want || reply["error"] == nil {
+			t.Errorf("%s: %d %v, want %d with an error", body, status, reply, want)
+		}
+	}
+	status, m := do(t, http.MethodGet, u+"/lab/api/scenarios", "", nil)
+	if status != http.StatusOK || m["available"] != false || len(m["scenarios"].([]any)) < 20 {
+		t.Fatalf("scenarios: %d, available %v, %d scenarios", status, m["available"], len(m["scenarios"].([]any)))
+	}
+}

@@ -169,46 +169,39 @@ func (l *Lab) start(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, api.CodeBadRequest, err.Error())
 		return
 	}
-	l.mu.Lock()
-	if l.running != nil {
-		id := l.running.ID
-		l.mu.Unlock()
-		writeJSON(w, http.StatusConflict, map[string]string{"error": "run " + id + " is running: one run at a time (stop it, or wait)", "code": "busy", "running": id})
+	r := &run{ID: history.RunID(), settings: s, started: time.Now(), status: "running"}
+	ctx, done, ok := l.claim(w, "run", r.ID)
+	if !ok {
 		return
 	}
-	r := &run{ID: history.RunID(), settings: s, started: time.Now(), status: "running"}
-	ctx, cancel := context.WithCancel(context.Background())
-	l.running, l.cancel, l.done = r, cancel, make(chan struct{})
+	l.mu.Lock()
+	l.running = r
 	l.runs = append(l.runs, r)
 	if len(l.runs) > keptRuns {
 		l.runs = l.runs[len(l.runs)-keptRuns:]
 	}
-	done := l.done
 	l.mu.Unlock()
 	go func() {
-		defer close(done)
 		l.execute(ctx, r)
-		cancel()
-		l.mu.Lock()
-		l.running, l.cancel = nil, nil
-		l.mu.Unlock()
+		done()
 		l.publish("end", r.summary())
 	}()
 	writeJSON(w, http.StatusAccepted, r.summary())
 }
 
-// stop cancels the running run: the load test stops sending, the sales in
-// flight end (each releases its lock), and what was done is kept.
+// stop cancels what runs: a run's load test stops sending, the sales in
+// flight end (each releases its lock), and what was done is kept; a cell
+// heals its fault on its way out.
 func (l *Lab) stop(w http.ResponseWriter, _ *http.Request) {
 	l.mu.Lock()
-	r, cancel := l.running, l.cancel
+	busy, cancel := l.busy, l.cancel
 	l.mu.Unlock()
-	if r == nil {
-		writeError(w, http.StatusConflict, "not_running", "no run is running")
+	if cancel == nil {
+		writeError(w, http.StatusConflict, "not_running", "nothing is running")
 		return
 	}
 	cancel()
-	writeJSON(w, http.StatusAccepted, map[string]string{"stopping": r.ID})
+	writeJSON(w, http.StatusAccepted, map[string]string{"stopping": busy})
 }
 
 // execute runs each version in turn with the load test, following the

@@ -43,7 +43,46 @@ async function init() {
   canvas.addEventListener("mouseleave", () => ($("#tip").hidden = true));
   window.addEventListener("resize", () => (state.dirty = true));
   listen();
+  loadMatrix().catch(showError);
   requestAnimationFrame(frame);
+}
+
+// The scenario matrix: a row per scenario, a column per version that any
+// scenario has a cell for; each cell its expected outcome and a Run button.
+async function loadMatrix() {
+  const m = await api("GET", "/lab/api/scenarios");
+  state.matrix = m;
+  state.cells = {};
+  for (const c of m.results || []) state.cells[c.scenario + "/" + c.lock] = c;
+  const locks = m.locks.filter((l) => m.scenarios.some((s) => l in s.expect));
+  $("#matrix thead").replaceChildren(el("tr", {}, el("th", { text: "scenario" }), ...locks.map((l) => el("th", { text: l }))));
+  $("#matrix tbody").replaceChildren(...m.scenarios.map((s) => el("tr", {},
+    el("th", { scope: "row", title: s.injected + (s.needs ? " (needs " + s.needs + ")" : ""), text: s.name }),
+    ...locks.map((l) => {
+      if (!(l in s.expect)) return el("td", { text: "" });
+      const b = el("button", { type: "button", text: "Run", disabled: !m.available });
+      b.dataset.scenario = s.name; b.dataset.lock = l;
+      b.addEventListener("click", () => runCell(s.name, l));
+      return el("td", { "data-cell": s.name + "/" + l }, el("span", { className: "expect", text: s.expect[l] }), el("span", { className: "observed" }), b);
+    }))));
+  if (!m.available) $("#faults-hint").append(el("b", { text: " This lab has no cluster to fault: start it with make lab." }));
+  state.dirty = true;
+}
+
+async function runCell(scenario, lock) {
+  $("#form-error").textContent = "";
+  try {
+    const c = await api("POST", "/lab/api/cells", { scenario, lock });
+    state.cells[scenario + "/" + lock] = c;
+    showCell(c);
+  } catch (err) { showError(err); }
+}
+
+// showCell puts a cell's sales and fault marks on the live timeline.
+function showCell(c) {
+  state.current = { id: "cell " + c.scenario + " · " + c.lock, status: c.status, holds: c.holds || [], marks: c.marks || [],
+    results: [], counts: [], cell: c, error: c.error };
+  state.dirty = true;
 }
 
 function showError(err) { $("#form-error").textContent = err.message || String(err); }
@@ -110,6 +149,13 @@ function listen() {
     state.dirty = true;
   });
   es.addEventListener("end", (e) => { adopt(JSON.parse(e.data)); });
+  es.addEventListener("cell", (e) => {
+    const c = JSON.parse(e.data);
+    if (!state.cells) return;
+    state.cells[c.scenario + "/" + c.lock] = c;
+    if (!state.current || state.current.cell || c.status === "running") showCell(c);
+    state.dirty = true;
+  });
 }
 
 function adoptQuiet(run) {
@@ -130,6 +176,7 @@ function frame() {
     drawStack();
     drawRun();
     drawRuns();
+    drawMatrix();
   }
   requestAnimationFrame(frame);
 }
@@ -162,7 +209,11 @@ function drawRun() {
       el("div", { className: "counts", text: `sent ${c.sent} · sold ${c.sold} · sold out ${c.sold_out} · fenced ${c.fenced} · failed ${c.failed} · unknown ${c.unknown}` }));
   }));
   drawTimeline(r);
-  $("#verdicts").replaceChildren(...((r && r.results) || []).map(verdict));
+  const cell = r && r.cell;
+  $("#verdicts").replaceChildren(...((r && r.results) || []).map(verdict),
+    ...(cell && cell.status !== "running" ? [el("div", { className: "verdict", "data-word": cell.ok ? "ok" : "violated", "data-cell": cell.scenario + "/" + cell.lock },
+      el("span", { className: "word", text: cell.ok ? "as expected" : "differs" }),
+      el("b", { text: cell.scenario + " · " + cell.lock + ": " }), cell.error || ("observed " + cell.observed + " (expected " + cell.expected + "); " + cell.detail))] : []));
 }
 
 // ok is a result with nothing wrong in it: no unit sold twice, no two
@@ -225,6 +276,7 @@ function drawTimeline(r) {
   if (!holds.length) return;
   let t0 = Infinity, t1 = -Infinity;
   for (const x of holds) { t0 = Math.min(t0, x.from); t1 = Math.max(t1, x.to); }
+  for (const m of (r && r.marks) || []) { const t = new Date(m.at).getTime() * 1000; t0 = Math.min(t0, t); t1 = Math.max(t1, t); }
   const span = Math.max(1, t1 - t0), width = w - left - 8;
   const X = (t) => left + ((t - t0) / span) * width;
   const hatch = hatchPattern(g);
@@ -241,6 +293,18 @@ function drawTimeline(r) {
   }
   g.fillStyle = "#5b6673";
   g.fillText(((t1 - t0) / 1000).toFixed(0) + " ms", w - 70, h - 4);
+  // The faults' moments: a dashed line each, labelled.
+  g.strokeStyle = "#1d232b"; g.lineWidth = 1; g.setLineDash([4, 3]);
+  let labelY = top + 10;
+  for (const m of (r && r.marks) || []) {
+    const x = X(new Date(m.at).getTime() * 1000);
+    g.beginPath(); g.moveTo(x, top); g.lineTo(x, h - 16); g.stroke();
+    g.fillStyle = "#1d232b";
+    g.fillText(m.label, Math.min(x + 3, w - 200), labelY);
+    labelY = labelY > h - 40 ? top + 10 : labelY + 13;
+  }
+  g.setLineDash([]);
+  canvas.dataset.marks = ((r && r.marks) || []).length;
 }
 
 let hatchCache = null;
@@ -270,6 +334,19 @@ function hover(px, py) {
   tip.style.left = Math.min(px + 12, $("#timeline").clientWidth - 240) + "px";
   tip.style.top = py + 12 + "px";
   tip.hidden = false;
+}
+
+function drawMatrix() {
+  if (!state.cells) return;
+  const busy = state.current && state.current.status === "running";
+  for (const td of document.querySelectorAll("#matrix td[data-cell]")) {
+    const c = state.cells[td.dataset.cell];
+    const obs = td.querySelector(".observed");
+    obs.textContent = c ? (c.status === "running" ? "running..." : c.error ? "error: " + c.error : (c.ok ? "✓ " : "✗ ") + c.observed) : "";
+    obs.dataset.ok = c && c.status === "done" ? String(c.ok) : "";
+    obs.title = c ? c.detail || c.error || "" : "";
+    td.querySelector("button").disabled = busy || !state.matrix.available;
+  }
 }
 
 function drawRuns() {
