@@ -175,9 +175,12 @@ func TestEtcdLostAtTheDeadline(t *testing.T) {
 	case <-time.After(10 * granted):
 		t.Fatalf("no quorum for %s and Lost still open", 10*granted)
 	}
-	// The last keep-alive that succeeded was sent at most a third of a
-	// lease before the cut: Lost closes within a lease of it.
-	if since := time.Since(cut); since > granted+granted/2 {
+	// A keep-alive is answered by the leader alone, without the quorum, so
+	// the surviving member renews until it sees the quorum gone and steps
+	// down (an election timeout, 500 ms here, and its check's period; one
+	// measured run: 1.64 s after the cut with a 1 s lease). Lost closes
+	// within a lease of the last renewal: at most two leases after the cut.
+	if since := time.Since(cut); since > 2*granted {
 		t.Fatalf("Lost closed %s after the quorum was gone, lease %s", since, granted)
 	}
 }

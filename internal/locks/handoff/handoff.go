@@ -39,6 +39,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/fence"
 	"github.com/redis/go-redis/v9"
 )
@@ -119,15 +120,18 @@ type Waiter struct {
 func (k Keys) List() []string { return []string{k.Lock, k.Counter, k.Queue, k.Deadlines, k.Granted} }
 
 // Claim makes the grant a release handed owner its own, with a lease of ttl
-// (0: no expiry, v3) counted from now. It reports false when the grant was
-// taken back first (not claimed within the claim deadline): owner holds
-// nothing, and must wait again.
-func Claim(ctx context.Context, rdb redis.Scripter, k Keys, owner string, ttl time.Duration) (bool, error) {
+// (0: no expiry, v3) counted from now. It returns an error wrapping
+// lease.ErrTaken when the grant was taken back first (not claimed within the
+// claim deadline): owner holds nothing, and must wait again.
+func Claim(ctx context.Context, rdb redis.Scripter, k Keys, owner string, ttl time.Duration) error {
 	n, err := claimScript.Run(ctx, rdb, []string{k.Lock, k.Granted}, owner, fence.PX(ttl)).Int()
-	if err != nil {
-		return false, fmt.Errorf("handoff: claim %s: %w", k.Lock, err)
+	switch {
+	case err != nil:
+		return fmt.Errorf("handoff: claim %s: %w", k.Lock, err)
+	case n != 1:
+		return fmt.Errorf("handoff: claim %s: the grant was taken back: %w", k.Lock, lease.ErrTaken)
 	}
-	return n == 1, nil
+	return nil
 }
 
 // Giver is how a lock's releases hand it over: its keys, the lock's kind

@@ -121,12 +121,8 @@ func (l *Locker) TryOrQueue(ctx context.Context, owner string, w handoff.Waiter)
 // (none for v3) starts now. lease.ErrTaken when the grant was taken back
 // first (not claimed in time).
 func (l *Locker) Granted(ctx context.Context, owner string, token int64) (lease.Lease, error) {
-	ok, err := handoff.Claim(ctx, l.rdb, l.keys, owner, l.opts.TTL)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("setnx: %w", err)
-	case !ok:
-		return nil, lease.ErrTaken
+	if err := handoff.Claim(ctx, l.rdb, l.keys, owner, l.opts.TTL); err != nil {
+		return nil, err
 	}
 	return l.lease(owner, token), nil
 }
