@@ -74,6 +74,14 @@ trap cleanup EXIT
 
 bash deploy/offline/build-images.sh
 
+# Published beyond loopback, the stack refuses to start without an admin
+# token, and says which variable to set (a replica, as `up` would start it).
+if [ "${BIND:-127.0.0.1}" != 127.0.0.1 ]; then
+  refused=$(ADMIN_TOKEN= dc run --rm --no-deps inventory1 2>&1) && fail "BIND=$BIND with no ADMIN_TOKEN: a replica started: $refused"
+  echo "$refused" | grep -q "set ADMIN_TOKEN" || fail "BIND=$BIND with no ADMIN_TOKEN: no word of ADMIN_TOKEN: $refused"
+  say "BIND=$BIND with no ADMIN_TOKEN: refused ($(echo "$refused" | grep -o 'the stack publishes[^:]*'))"
+fi
+
 say "docker compose up -d $UP_FLAGS (nginx on port $PORT)"
 # shellcheck disable=SC2086
 dc up -d $UP_FLAGS --build 2>&1 | sed 's/^/  /' >&2 || fail "up -d $UP_FLAGS returned $?"
@@ -96,6 +104,23 @@ say "20 requests through nginx: $(echo "$replicas" | tr -s ' \n' ' ')"
 if ! echo "$replicas" | grep -q inventory-1 || ! echo "$replicas" | grep -q inventory-2; then
   fail "nginx did not spread requests over both replicas"
 fi
+
+# ?lock= is the admin's beyond loopback (BIND), anyone's on it; a Host the
+# stack was not given (DNS rebinding) is answered by nginx, never proxied.
+# reply CURL_ARGS...: the status, then the body, on one line.
+reply() { curl -sS -o /tmp/e2e-compose-reply -w '%{http_code} ' "$@"; cat /tmp/e2e-compose-reply; rm -f /tmp/e2e-compose-reply; }
+got=$(reply -X POST "$base/sale?lock=v6")
+if [ "${BIND:-127.0.0.1}" = 127.0.0.1 ]; then
+  [[ "$got" == 200* ]] || fail "?lock=v6 on loopback, no token: $got, want 200"
+else
+  [[ "$got" == 401*'"code":"unauthorized"'* ]] || fail "?lock=v6 on BIND=$BIND, no token: $got, want 401 unauthorized"
+  got=$(reply -X POST -H "Authorization: Bearer $ADMIN_TOKEN" "$base/sale?lock=v6")
+  [[ "$got" == 200* ]] || fail "?lock=v6 on BIND=$BIND with the token: $got, want 200"
+fi
+say "?lock=v6 (BIND ${BIND:-127.0.0.1}): ok"
+got=$(reply -H 'Host: rebind.example' "$base/healthz")
+[[ "$got" == 421*'"code":"unknown_host"'* ]] || fail "Host rebind.example: $got, want 421 unknown_host"
+say "Host rebind.example: $got"
 
 if [ "${QUICK:-0}" = 1 ]; then
   say "PASS (quick: up, a sale, both replicas)"

@@ -66,7 +66,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	fs.StringVar(&o.waitList, "wait", "", "how v3-v8 wait, per request (?wait=): poll, notify, handoff, a comma list or all (each such version runs once per wait); empty: as the replicas' -wait says")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per version instead of the table")
 	fs.StringVar(&o.out, "out", "", "also write a self-contained HTML report to this file")
-	fs.StringVar(&o.cfg.AdminToken, "admin-token", "", "bearer token for PUT /stock, GET /history and the fault hooks, when the service requires one; "+
+	fs.StringVar(&o.cfg.AdminToken, "admin-token", "", "bearer token for PUT /stock, GET /history, the fault hooks, and ?lock= on a stack published beyond loopback, when the service requires one; "+
 		"default: $"+tokenEnv+", or with -scenario or -nemesis on the local cluster, its own (in its state file). "+
 		"Prefer those: a flag's value is on the command line, which every user of the machine can read")
 	fs.BoolVar(&o.expectSafe, "expect-safe", false, "exit 1 when a version other than none and v2 oversold")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 type config struct {
 	Port           int
 	Bind           string
+	Published      string
 	AdminOpen      bool
 	MaxInFlight    int
 	Name           string
@@ -41,6 +43,7 @@ type config struct {
 	Wait           string
 	Work           time.Duration
 	AcquireTimeout time.Duration
+	Grace          time.Duration
 	LockOverride   bool
 	AdminToken     string
 	LogLevel       slog.Level
@@ -72,7 +75,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		"Every flag can also be set by its environment variable (-acquire-timeout: "+envName("acquire-timeout")+"); a flag wins.", stderr)
 	fs.IntVar(&cfg.Port, "port", api.DefaultPort, "HTTP port")
 	fs.StringVar(&cfg.Bind, "bind", "127.0.0.1", "address to listen on: loopback by default; 0.0.0.0 (every interface) for a container, or a host behind a firewall")
-	fs.BoolVar(&cfg.AdminOpen, "admin-open", false, "allow an empty -admin-token on a listener that is not loopback: PUT /stock and GET /history open to whoever reaches it")
+	fs.StringVar(&cfg.Published, "published", "", "the address clients reach this replica through, when that is not -bind: the Compose stack's BIND, where nginx publishes port 80 (empty: -bind). Beyond loopback, ?lock=, ?wait=, PUT /stock, GET /history and the fault hooks need -admin-token")
+	fs.BoolVar(&cfg.AdminOpen, "admin-open", false, "allow an empty -admin-token where clients reach the replica beyond loopback: ?lock=, PUT /stock and GET /history open to whoever reaches it")
 	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", server.DefaultMaxInFlight, "most sales this replica runs at once; one more is answered 503 busy with Retry-After")
 	fs.StringVar(&cfg.Name, "name", host, "replica name, reported in every reply")
 	fs.StringVar(&cfg.Lock, "lock", "v1", "lock version: one of "+strings.Join(versions.Names(), " "))
@@ -98,6 +102,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.DurationVar(&cfg.Claim, "claim", handoff.DefaultClaim, "with -wait notify or handoff: how long a waiter woken for the lock, or handed it, has to take it; past that it is taken for dead (its replica killed, its client gone) and the next waiter is served")
 	fs.DurationVar(&cfg.Work, "work", 0, "simulated business time between reading and writing the stock")
 	fs.DurationVar(&cfg.AcquireTimeout, "acquire-timeout", 10*time.Second, "longest wait for the lock before answering 503")
+	fs.DurationVar(&cfg.Grace, "grace", 0, "on SIGTERM, how long the sales holding the lock get to finish and answer (0: the longest hold, -work or a chaos hold, plus 8s for Redis and the release); past it their connections close, but each still writes or not and releases its lock before Redis is closed. Set it below an orchestrator's kill timeout (Compose's stop_grace_period)")
 	fs.BoolVar(&cfg.LockOverride, "lock-override", false, "let /sale?lock=NAME choose the version per request")
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token required by PUT /stock, GET /history and the fault hooks (empty: open, allowed only on a loopback -bind or with -admin-open)")
 	fs.BoolVar(&cfg.Fence, "fence", false, "fencing tokens: v3-v8, redlock and etcd hand out a token per acquisition, and the stock refuses a write with an older token than the last it accepted")
@@ -131,10 +136,22 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	return cfg, nil
 }
 
-// loopback reports whether the service listens on a loopback address only.
-func (c config) loopback() bool {
-	ip := net.ParseIP(c.Bind)
-	return c.Bind == "localhost" || ip != nil && ip.IsLoopback()
+// reach is the address clients reach the replica through: -published, or
+// else -bind.
+func (c config) reach() string { return cmp.Or(c.Published, c.Bind) }
+
+// loopback reports whether only this machine reaches the service.
+func (c config) loopback() bool { return isLoopback(c.reach()) }
+
+func isLoopback(addr string) bool {
+	ip := parseIP(addr)
+	return addr == "localhost" || ip != nil && ip.IsLoopback()
+}
+
+// parseIP reads an IP address, IPv6 with or without brackets (Compose's
+// BIND=[::1]); nil if it is none.
+func parseIP(addr string) net.IP {
+	return net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]"))
 }
 
 func (c config) validate() error {
@@ -157,6 +174,8 @@ func (c config) validate() error {
 		return fmt.Errorf("-work %s: want >= 0", c.Work)
 	case c.AcquireTimeout <= 0:
 		return fmt.Errorf("-acquire-timeout %s: want > 0", c.AcquireTimeout)
+	case c.Grace < 0:
+		return fmt.Errorf("-grace %s: want >= 0 (0: the longest hold)", c.Grace)
 	case c.Chaos && c.AdminToken == "":
 		return errors.New("-chaos needs -admin-token: the fault hooks must not be open to every client")
 	case c.ReplicaAck < 0 || c.ReplicaAck > 5:
@@ -167,8 +186,13 @@ func (c config) validate() error {
 		return errors.New("-name: want a replica name")
 	case net.ParseIP(c.Bind) == nil && c.Bind != "localhost":
 		return fmt.Errorf("-bind %q: want an IP address (127.0.0.1, ::1, 0.0.0.0) or localhost", c.Bind)
+	case c.Published != "" && parseIP(c.Published) == nil && c.Published != "localhost":
+		return fmt.Errorf("-published %q: want an IP address (127.0.0.1, 0.0.0.0, ::1) or localhost", c.Published)
+	case c.AdminToken == "" && c.Published != "" && !c.loopback() && !c.AdminOpen:
+		return fmt.Errorf("the stack publishes its port on %s (BIND), beyond this machine, and no admin token is set: "+
+			"set ADMIN_TOKEN (-admin-token), which ?lock=, PUT /stock and GET /history then need, or publish on 127.0.0.1", c.Published)
 	case c.AdminToken == "" && !c.loopback() && !c.AdminOpen:
-		return fmt.Errorf("-bind %s with no -admin-token would open PUT /stock to the network: set -admin-token, or -admin-open to accept that", c.Bind)
+		return fmt.Errorf("-bind %s with no -admin-token would open ?lock=, PUT /stock and GET /history to the network: set -admin-token, or -admin-open to accept that", c.Bind)
 	case c.MaxInFlight < 1:
 		return fmt.Errorf("-max-in-flight %d: want >= 1", c.MaxInFlight)
 	}

@@ -66,9 +66,12 @@ func TestExitStatus(t *testing.T) {
 		"help":           {[]string{"-h"}, nil, 0, "INVENTORY_ACQUIRE_TIMEOUT"},
 		"chaos no token": {[]string{"-chaos"}, nil, 2, "-chaos needs -admin-token"},
 		"open to all":    {[]string{"-bind", "0.0.0.0"}, nil, 2, "-admin-open"},
-		"bad bind":       {[]string{"-bind", "example.org"}, nil, 2, "-bind"},
-		"bad in-flight":  {[]string{"-max-in-flight", "0"}, nil, 2, "-max-in-flight"},
-		"probe refused":  {[]string{"-probe", "http://127.0.0.1:1/readyz"}, nil, 1, "probe:"},
+		"published, no token": {nil, map[string]string{"INVENTORY_BIND": "0.0.0.0", "INVENTORY_PUBLISHED": "0.0.0.0"}, 2,
+			"the stack publishes its port on 0.0.0.0 (BIND), beyond this machine, and no admin token is set: set ADMIN_TOKEN"},
+		"bad published": {[]string{"-published", "example.org"}, nil, 2, "-published"},
+		"bad bind":      {[]string{"-bind", "example.org"}, nil, 2, "-bind"},
+		"bad in-flight": {[]string{"-max-in-flight", "0"}, nil, 2, "-max-in-flight"},
+		"probe refused": {[]string{"-probe", "http://127.0.0.1:1/readyz"}, nil, 1, "probe:"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stderr bytes.Buffer
@@ -97,6 +100,12 @@ func TestClosedByDefault(t *testing.T) {
 		"localhost":           {[]string{"-bind", "localhost"}, true},
 		"another address":     {[]string{"-bind", "10.1.2.3"}, false},
 		"another, with token": {[]string{"-bind", "10.1.2.3", "-admin-token", "t"}, true},
+		// In a container, behind nginx: what counts is where nginx publishes.
+		"published on loopback":       {[]string{"-bind", "0.0.0.0", "-published", "127.0.0.1"}, true},
+		"published on ipv6 loopback":  {[]string{"-bind", "0.0.0.0", "-published", "[::1]"}, true},
+		"published everywhere":        {[]string{"-bind", "0.0.0.0", "-published", "0.0.0.0"}, false},
+		"published beyond, token":     {[]string{"-bind", "0.0.0.0", "-published", "192.168.1.5", "-admin-token", "t"}, true},
+		"loopback bind, published on": {[]string{"-published", "0.0.0.0"}, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stderr bytes.Buffer

@@ -13,6 +13,7 @@ import (
 	_ "net/http/pprof" // served only with -pprof, on its own listener
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/locklab/locklab/internal/cli"
@@ -40,7 +41,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		return gate(ctx, cfg.Probe, stderr)
 	}
 	if cfg.Probe != "" {
-		return probe(ctx, cfg.Probe, stderr)
+		return cli.Probe(ctx, cfg.Probe, stderr)
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("replica", cfg.Name)
 	redis.SetLogger(redisLogger{log})
@@ -51,8 +52,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		return 1
 	}
 	if cfg.AdminToken == "" {
-		log.Warn("no -admin-token: PUT /stock, GET /history open to every client of this listener", "addr", ln.Addr().String(),
-			"loopback_only", cfg.loopback())
+		log.Warn("no -admin-token: ?lock=, PUT /stock, GET /history open to every client of this listener", "addr", ln.Addr().String(),
+			"reached_from", cfg.reach(), "loopback_only", cfg.loopback())
 	}
 	if cfg.Pprof != "" {
 		pln, err := net.Listen("tcp", cfg.Pprof)
@@ -104,13 +105,16 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	// server.ErrShuttingDown as its cause: a sale still waiting for the lock
 	// gives up at once; one holding it finishes within the grace period.
 	base, stopping := context.WithCancelCause(context.WithoutCancel(ctx))
-	srv := &http.Server{Handler: handler(cfg, deps, rdb, mx, log), BaseContext: func(net.Listener) context.Context { return base }}
+	running := &inFlight{}
+	srv := &http.Server{Handler: running.wrap(handler(cfg, deps, rdb, mx, log)), BaseContext: func(net.Listener) context.Context { return base }}
 	cfg.limits().apply(srv)
 	log.Info("serving", "addr", ln.Addr().String(), "lock", cfg.Lock, "lock_override", cfg.LockOverride,
 		"redis", cfg.Redis, "redlock", cfg.Redlock, "etcd", cfg.Etcd, "ttl", cfg.TTL.String(), "retry", cfg.Retry.String(),
 		"redlock_retry", cfg.RedlockRetry.String(), "wait", cfg.Wait, "work", cfg.Work.String(),
 		"max_in_flight", cfg.MaxInFlight, "grace", cfg.limits().Grace.String())
-	return serveUntil(ctx, srv, ln, func() { stopping(server.ErrShuttingDown) }, cfg.limits().Grace, log)
+	// The deferred closes above run only once every request has returned:
+	// a holder past the grace period still releases over an open client.
+	return serveUntil(ctx, srv, ln, func() { stopping(server.ErrShuttingDown) }, running, cfg.limits(), log)
 }
 
 // limits are the HTTP server's bounds, derived from the lock settings so
@@ -120,8 +124,8 @@ type limits struct {
 	// business time (or a chaos hold, at most server.MaxHold), its Redis
 	// commands (a second each at most, redisconn's timeouts) and its release.
 	Longest time.Duration
-	// Grace is how long a stopping replica gives its holders: a waiter is
-	// cancelled at once, so only the hold counts.
+	// Grace is how long a stopping replica gives its holders to answer: a
+	// waiter is cancelled at once, so only the hold counts. -grace sets it.
 	Grace time.Duration
 }
 
@@ -134,10 +138,14 @@ func (c config) limits() limits {
 	if c.Chaos { // a chaos hold replaces the business time
 		hold = max(hold, server.MaxHold)
 	}
-	return limits{
+	l := limits{
 		Longest: c.AcquireTimeout + hold + redisSlack + sale.ReleaseTimeout,
 		Grace:   hold + redisSlack + sale.ReleaseTimeout,
 	}
+	if c.Grace > 0 {
+		l.Grace = c.Grace
+	}
+	return l
 }
 
 // The HTTP server's own limits. The idle timeout must stay above nginx's
@@ -195,7 +203,8 @@ func handler(cfg config, deps versions.Deps, rdb *redis.Client, mx *metrics.Metr
 	}
 	return server.New(server.Config{
 		Seller: svc, Versions: versions.BuildAll(deps, cfg.variants()), Default: versions.Variant{Wait: cfg.Wait, Fence: cfg.Fence},
-		Names: versions.Names(), Lock: cfg.Lock, LockKey: cfg.LockKey, Override: cfg.LockOverride, Replica: cfg.Name,
+		Names: versions.Names(), Lock: cfg.Lock, LockKey: cfg.LockKey, Override: cfg.LockOverride,
+		OverrideAdmin: !cfg.loopback(), Replica: cfg.Name,
 		AdminToken: cfg.AdminToken, Chaos: cfg.Chaos, Settings: cfg.settings(), Ready: ready, Log: log,
 		Recorder: mx, Metrics: mx.Handler(), History: hist, MaxInFlight: cfg.MaxInFlight,
 	})
@@ -209,8 +218,13 @@ func (c config) settings() map[string]string {
 }
 
 // serveUntil serves on ln until ctx ends, then shuts down: stop cancels the
-// requests still waiting, and in-flight sales get up to grace to finish.
-func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener, stop func(), grace time.Duration, log *slog.Logger) error {
+// requests still waiting, and in-flight sales get up to the grace period to
+// finish and answer. Past it, their connections are closed (their clients
+// never learn the outcome, as with a crash), but serveUntil still waits for
+// every handler to return, each bounded by the longest sale, before its
+// caller closes Redis: a holder is never left without the client it needs to
+// write and release (v3's lock, which has no expiry, would stay forever).
+func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener, stop func(), running *inFlight, l limits, log *slog.Logger) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -218,18 +232,78 @@ func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener, stop fun
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: cancelling waiters, finishing holders", "grace", grace.String())
+	log.Info("shutting down: cancelling waiters, finishing holders", "grace", l.Grace.String())
 	stop()
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.Grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+		log.Warn("grace period over: closing the connections of the sales still running; each still finishes and releases its lock before Redis is closed",
+			"grace", l.Grace.String(), "running", running.count())
+		_ = srv.Close()
+		if !running.wait(l.Longest) {
+			return fmt.Errorf("shutdown: %d requests still running %s after the grace period", running.count(), l.Longest)
+		}
+		log.Info("stopped after the grace period: every sale still running finished")
+		return nil
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// inFlight counts the requests inside the handler, so that shutdown can wait
+// for them after http.Server has stopped tracking their connections.
+type inFlight struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed while n is 0 and someone waits
+}
+
+func (f *inFlight) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.n++
+		f.mu.Unlock()
+		defer func() {
+			f.mu.Lock()
+			if f.n--; f.n == 0 && f.idle != nil {
+				close(f.idle)
+				f.idle = nil
+			}
+			f.mu.Unlock()
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (f *inFlight) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n
+}
+
+// wait reports whether no request is inside within limit.
+func (f *inFlight) wait(limit time.Duration) bool {
+	f.mu.Lock()
+	if f.n == 0 {
+		f.mu.Unlock()
+		return true
+	}
+	if f.idle == nil {
+		f.idle = make(chan struct{})
+	}
+	idle := f.idle
+	f.mu.Unlock()
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-idle:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // redisLogger sends go-redis's own messages (failed dials, pool trouble) to
@@ -252,9 +326,9 @@ func gate(ctx context.Context, url string, stderr io.Writer) int {
 	deadline := time.Now().Add(gateLimit)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	for probe(ctx, url, io.Discard) != 0 {
+	for cli.Probe(ctx, url, io.Discard) != 0 {
 		if time.Now().After(deadline) {
-			return probe(ctx, url, stderr) // the last try says why
+			return cli.Probe(ctx, url, stderr) // the last try says why
 		}
 		select {
 		case <-ctx.Done():
@@ -264,27 +338,5 @@ func gate(ctx context.Context, url string, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, "probe:", url, "answered 200; staying up until stopped")
 	<-ctx.Done()
-	return 0
-}
-
-// probe is the healthcheck of an image that has no curl: one GET, 200 or not.
-func probe(ctx context.Context, url string, stderr io.Writer) int {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		fmt.Fprintln(stderr, "probe:", err)
-		return 1
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		fmt.Fprintln(stderr, "probe:", err)
-		return 1
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		fmt.Fprintln(stderr, "probe:", url, res.Status)
-		return 1
-	}
 	return 0
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/etcdtest"
+	"github.com/locklab/locklab/internal/locks/handoff"
 	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/redis/go-redis/v9"
@@ -56,6 +57,33 @@ func waitHealthy(t *testing.T, base string) {
 	})
 }
 
+// process is the service's binary running for a test.
+type process struct {
+	cmd     *exec.Cmd
+	logs    *bytes.Buffer // its log, shown if the test fails
+	exited  chan struct{} // closed once it has exited; waitErr is then set
+	waitErr error
+}
+
+// startProcess starts bin with args until the test ends.
+func startProcess(t *testing.T, bin string, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(bin, args...), logs: &bytes.Buffer{}, exited: make(chan struct{})}
+	p.cmd.Stderr = p.logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.waitErr = p.cmd.Wait(); close(p.exited) }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			t.Logf("service log:\n%s", p.logs.String())
+		}
+	})
+	return p
+}
+
 // The real binary: it serves, and on SIGTERM it finishes the sale in flight,
 // releases that sale's lock and exits 0.
 func TestProcessStopsCleanly(t *testing.T) {
@@ -65,23 +93,8 @@ func TestProcessStopsCleanly(t *testing.T) {
 	srv, rdb, port, base := setup(t, 3)
 	ctx := context.Background()
 	bin := build(t)
-	cmd := exec.Command(bin, "-port", strconv.Itoa(port), "-redis", srv.Addr, "-lock", "v6", "-work", "300ms", "-name", "proc-test")
-	var logs bytes.Buffer // the service's log, shown if the test fails
-	cmd.Stderr = &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var waitErr error
-	exited := make(chan struct{}) // closed once the process has exited; waitErr is then set
-	go func() { waitErr = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("service log:\n%s", logs.String())
-		}
-	})
-
+	p := startProcess(t, bin, "-port", strconv.Itoa(port), "-redis", srv.Addr, "-lock", "v6", "-work", "300ms", "-name", "proc-test")
+	cmd, exited := p.cmd, p.exited
 	waitHealthy(t, base)
 
 	// The container healthcheck: the binary probing its own /readyz.
@@ -117,8 +130,8 @@ func TestProcessStopsCleanly(t *testing.T) {
 	}
 	select {
 	case <-exited:
-		if waitErr != nil {
-			t.Fatalf("exit: %v, want status 0", waitErr)
+		if p.waitErr != nil {
+			t.Fatalf("exit: %v, want status 0", p.waitErr)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("did not exit within 20s of SIGTERM")
@@ -128,6 +141,85 @@ func TestProcessStopsCleanly(t *testing.T) {
 	}
 	if _, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second); err == nil {
 		t.Fatal("port still open after exit")
+	}
+}
+
+// SIGTERM while sales hold and wait for v3's lock (no expiry) with a
+// business time far past the grace period: the waiters give up, the
+// holder's connection is closed at the grace period, but the holder still
+// writes and releases over an open Redis client before the process exits.
+// Nothing is left locked (v3's lock would stay forever), the queue is empty
+// or expiring, and no reply said sold for a unit the stock did not lose.
+func TestStopPastTheGracePeriod(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	const stock, sales = 10, 4
+	srv, rdb, port, base := setup(t, stock)
+	ctx := context.Background()
+	p := startProcess(t, build(t), "-port", strconv.Itoa(port), "-redis", srv.Addr, "-lock", "v3", "-wait", "handoff",
+		"-work", "2s", "-grace", "200ms", "-name", "grace-test")
+	cmd, exited := p.cmd, p.exited
+	waitHealthy(t, base)
+
+	type outcome struct {
+		status int
+		err    error
+	}
+	replies := make(chan outcome, sales)
+	client := &http.Client{Timeout: 30 * time.Second}
+	for range sales {
+		go func() {
+			res, err := client.Post(base+"/sale", "", nil)
+			if err != nil {
+				replies <- outcome{err: err}
+				return
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			replies <- outcome{status: res.StatusCode}
+		}()
+	}
+	keys := handoff.For(api.DefaultLockKey)
+	locktest.WaitFor(t, 10*time.Second, "one sale holding the lock and the others queued", func() bool {
+		return rdb.Exists(ctx, keys.Lock).Val() == 1 && rdb.ZCard(ctx, keys.Queue).Val() == sales-1
+	})
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		t.Fatal("did not exit within 20s of SIGTERM")
+	}
+	if !strings.Contains(p.logs.String(), "grace period over") {
+		t.Fatalf("the holder finished within the 200ms grace period: the test did not reach past it")
+	}
+	if p.waitErr != nil {
+		t.Errorf("exit: %v, want status 0", p.waitErr)
+	}
+	for _, k := range []string{keys.Lock, keys.Queue, keys.Deadlines, keys.Granted} {
+		if ttl := rdb.PTTL(ctx, k).Val(); ttl == -1 {
+			t.Errorf("%s left with no expiry after the replica stopped", k)
+		}
+	}
+	sold, unanswered := 0, 0
+	for range sales {
+		switch o := <-replies; {
+		case o.err != nil:
+			unanswered++
+		case o.status == http.StatusOK:
+			sold++
+		}
+	}
+	left, err := rdb.Get(ctx, api.DefaultStockKey).Int()
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := stock - left
+	t.Logf("sold %d, unanswered %d, the stock lost %d", sold, unanswered, taken)
+	if sold > taken || taken > sold+unanswered {
+		t.Fatalf("sold %d, unanswered %d, but the stock lost %d", sold, unanswered, taken)
 	}
 }
 

@@ -38,20 +38,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	fs := cli.FlagSet("lab", "lab [flags]: the lab's page and API, in front of the stack behind nginx.\n\n"+
 		"Secrets by environment: "+adminTokenEnv+" (the service's admin token: PUT /stock, GET /history, the fault hooks) and "+
 		tokenEnv+" (the lab's own: required to start or stop a run when it listens beyond loopback).", stderr)
-	listen := fs.String("listen", "127.0.0.1:8070", "address to serve on; beyond loopback it needs "+tokenEnv)
+	listen := fs.String("listen", "127.0.0.1:8070", "address to serve on; beyond loopback it needs "+tokenEnv+" (or "+adminTokenEnv+")")
+	published := fs.String("published", "", "the address browsers reach the lab through, when that is not -listen's: the Compose stack's BIND, where nginx publishes port 80 (empty: -listen's)")
+	probe := fs.String("probe", "", "GET this URL, exit 0 on a 200 and 1 otherwise, and do nothing else (the container's healthcheck)")
 	saleURL := fs.String("url", "http://127.0.0.1/sale", "the stack's /sale through nginx")
 	replicas := fs.String("replicas", "inventory-1,inventory-2", "the replicas' names (nginx routes /replica/NAME/ to each)")
 	redisNodes := fs.String("redis", "", "Redis nodes (host:port, comma-separated) whose health the page shows")
 	etcdMembers := fs.String("etcd", "", "etcd members (host:port, comma-separated) whose health the page shows")
-	hosts := fs.String("hosts", "", "Host names the lab answers to beside localhost, 127.0.0.1 and [::1] (comma-separated): any other is refused (DNS rebinding)")
+	hosts := fs.String("hosts", "", "Host names the lab answers to beside localhost, *.localhost and IP addresses (comma-separated): any other is refused (DNS rebinding)")
 	adminFile := fs.String("admin-token-file", "", "read the service's admin token from this file instead of "+adminTokenEnv)
 	runDir := fs.String("run-dir", "", "the local cluster's run directory (its state file: the processes and nodes the scenario cells fault; needs replicas with -chaos); empty: the page runs no cells")
 	if err := cli.Parse(fs, args, 0); err != nil {
 		return cli.Status(err)
 	}
+	if *probe != "" {
+		return cli.Probe(ctx, *probe, stderr)
+	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("process", "lab")
 	cfg := lab.Config{SaleURL: *saleURL, Replicas: split(*replicas), AdminToken: getenv(adminTokenEnv), Token: getenv(tokenEnv),
-		Hosts: append([]string{"localhost", "127.0.0.1", "::1"}, split(*hosts)...), Log: log}
+		Hosts: split(*hosts), Log: log}
 	if *adminFile != "" {
 		raw, err := os.ReadFile(*adminFile)
 		if err != nil {
@@ -80,8 +85,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	if err != nil {
 		return usage(stderr, "-listen %q: %v", *listen, err)
 	}
-	if ip := net.ParseIP(host); cfg.Token == "" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return usage(stderr, "-listen %s is beyond loopback: set %s, the token the page asks for before it starts or stops a run", *listen, tokenEnv)
+	reach := cmp.Or(*published, host)
+	if ip := net.ParseIP(strings.Trim(reach, "[]")); *published != "" && ip == nil && reach != "localhost" {
+		return usage(stderr, "-published %q: want an IP address (127.0.0.1, 0.0.0.0, ::1) or localhost", *published)
+	}
+	// Beyond loopback, starting a run is the admin's: the lab's own token,
+	// or else the service's admin token, which the page then asks for.
+	if ip := net.ParseIP(strings.Trim(reach, "[]")); reach != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		cfg.Token = cmp.Or(cfg.Token, cfg.AdminToken)
+		if cfg.Token == "" {
+			return usage(stderr, "the lab is reached beyond loopback (%s): set %s or %s (ADMIN_TOKEN in the Compose stack), the token the page asks for before it starts or stops a run", reach, tokenEnv, adminTokenEnv)
+		}
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

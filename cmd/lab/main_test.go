@@ -16,7 +16,9 @@ func TestRefusedCommandLines(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{[]string{"-listen", "0.0.0.0:8070"}, nil, "beyond loopback: set LAB_TOKEN"},
+		{[]string{"-listen", "0.0.0.0:8070"}, nil, "beyond loopback (0.0.0.0): set LAB_TOKEN or LAB_ADMIN_TOKEN"},
+		{[]string{"-published", "0.0.0.0"}, nil, "beyond loopback (0.0.0.0): set LAB_TOKEN or LAB_ADMIN_TOKEN (ADMIN_TOKEN in the Compose stack)"},
+		{[]string{"-published", "lab.example"}, nil, "-published"},
 		{[]string{"-listen", "192.0.2.1:8070"}, nil, "beyond loopback"},
 		{[]string{"-replicas", " , "}, nil, "at least one name"},
 		{[]string{"-listen", "nohost"}, nil, "-listen"},
@@ -27,5 +29,17 @@ func TestRefusedCommandLines(t *testing.T) {
 		if status := run(context.Background(), c.args, env(c.env), &stderr, &stderr); status != 2 || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("%v: exit %d, %q; want 2 and %q", c.args, status, stderr.String(), c.want)
 		}
+	}
+}
+
+// Published beyond loopback with only the service's admin token, the lab
+// starts, and that token is the one a run needs.
+func TestAdminTokenGuardsBeyondLoopback(t *testing.T) {
+	env := func(k string) string { return map[string]string{"LAB_ADMIN_TOKEN": "admin"}[k] }
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // serve, then stop at once: the command line was accepted
+	var stderr bytes.Buffer
+	if status := run(ctx, []string{"-listen", "127.0.0.1:0", "-published", "0.0.0.0"}, env, &stderr, &stderr); status != 0 {
+		t.Fatalf("exit %d: %s", status, stderr.String())
 	}
 }

@@ -1,5 +1,6 @@
 // Package cli holds what the project's commands share on their command line:
-// how they start, parse their flags and report usage errors.
+// how they start, parse their flags and report usage errors, and the probe
+// their images use as a healthcheck.
 package cli
 
 import (
@@ -8,10 +9,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Main runs a command. run gets a context that SIGINT and SIGTERM cancel, the
@@ -64,4 +67,28 @@ func UsageError(stderr io.Writer, command, format string, args ...any) error {
 	err := fmt.Errorf(format, args...)
 	fmt.Fprintln(stderr, command+":", err)
 	return err
+}
+
+// Probe is the healthcheck of an image that has no curl: one GET of url,
+// within 3 s; it returns the exit status, 0 for a 200 and 1 otherwise, and
+// says why on stderr.
+func Probe(ctx context.Context, url string, stderr io.Writer) int {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		fmt.Fprintln(stderr, "probe:", err)
+		return 1
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintln(stderr, "probe:", err)
+		return 1
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		fmt.Fprintln(stderr, "probe:", url, res.Status)
+		return 1
+	}
+	return 0
 }

@@ -44,7 +44,7 @@ func renderNginx(cfg Config, s State) error {
 			return fmt.Sprintf("    upstream replica-%s {\n        server %s;\n    }\n", r.Name, r.Addr)
 		},
 		"replica-routes": func(r Proc) string {
-			return fmt.Sprintf("        location /replica/%s/ {\n            proxy_pass http://replica-%s/;\n        }\n", r.Name, r.Name)
+			return fmt.Sprintf("            location /replica/%s/ {\n                proxy_pass http://replica-%s/;\n            }\n", r.Name, r.Name)
 		},
 		"lab-upstream": func(l Proc) string { return fmt.Sprintf("    upstream lab {\n        server %s;\n    }\n", l.Addr) },
 		"lab-routes": func(Proc) string {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,4 +158,180 @@ func TestNginxLargeResponse(t *testing.T) {
 	if n, err := io.Copy(io.Discard, res.Body); n != size || err != nil {
 		t.Fatalf("%d bytes of %d arrived through nginx (%v)", n, size, err)
 	}
+}
+
+// nginx's own answers are JSON like the service's, each with its code, and
+// none of them reaches a replica: an unknown Host (DNS rebinding), a request
+// it cannot read, a body, request line or header too large.
+func TestNginxOwnErrorsAreJSON(t *testing.T) {
+	if !executable(lookPath("nginx")) {
+		t.Skip("nginx not installed")
+	}
+	var reached atomic.Int64
+	replica := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"status":"ok"}`)
+	}))
+	t.Cleanup(replica.Close)
+	base := startNginx(t, []string{replica.Listener.Addr().String(), replica.Listener.Addr().String()})
+	addr := strings.TrimPrefix(base, "http://")
+	_, port, _ := net.SplitHostPort(addr)
+	long := strings.Repeat("x", 10<<10)
+	for _, tc := range []struct {
+		name, request string
+		status        int
+		code          string
+	}{
+		{"unknown host", "GET /healthz HTTP/1.1\r\nHost: rebind.example:" + port + "\r\n\r\n", 421, "unknown_host"},
+		{"unknown host, sale", "POST /sale HTTP/1.1\r\nHost: rebind.example\r\nContent-Length: 0\r\n\r\n", 421, "unknown_host"},
+		{"no host", "GET /healthz HTTP/1.1\r\n\r\n", 400, "bad_request"},
+		{"body too large", "PUT /stock HTTP/1.1\r\nHost: localhost\r\nContent-Length: 20000\r\n\r\n", 413, "too_large"},
+		{"request line too long", "GET /" + long + " HTTP/1.1\r\nHost: localhost\r\n\r\n", 414, "uri_too_long"},
+		{"header too large", "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Long: " + long + "\r\n\r\n", 431, "header_too_large"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := reached.Load()
+			status, body := rawRequest(t, addr, "", tc.request)
+			if status != tc.status || body.Code != tc.code || body.Error == "" {
+				t.Fatalf("%d %+v, want %d %q with a message", status, body, tc.status, tc.code)
+			}
+			if reached.Load() != before {
+				t.Fatal("the request reached a replica")
+			}
+		})
+	}
+	// The names and addresses the stack answers to.
+	for _, host := range []string{"localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port, "lab.localhost", "nginx", "10.213.0.5"} {
+		if status, _ := rawRequest(t, addr, "", "GET /healthz HTTP/1.1\r\nHost: "+host+"\r\n\r\n"); status != 200 {
+			t.Errorf("Host %s: %d, want 200 from the replica", host, status)
+		}
+	}
+}
+
+// A client beyond nginx's own network (here 127.1.0.1, outside 127.0.0.0/24)
+// is limited on /sale and the admin paths, with a JSON 429 and Retry-After;
+// a client on it (127.0.0.1, like the load test's) is not.
+func TestNginxLimitsEachClient(t *testing.T) {
+	if !executable(lookPath("nginx")) {
+		t.Skip("nginx not installed")
+	}
+	replica := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"sold":true}`)
+	}))
+	t.Cleanup(replica.Close)
+	base := startNginx(t, []string{replica.Listener.Addr().String(), replica.Listener.Addr().String()})
+	sales, admin := []float64{200, 100}, []float64{20, 10} // burst, rate per second (deploy/nginx.conf)
+	for _, tc := range []struct {
+		source, method, path string
+		limit                []float64 // nil: not limited
+	}{
+		{"127.1.0.1", "POST", "/sale", sales},
+		{"127.1.0.2", "GET", "/sale", sales},
+		{"127.1.0.3", "GET", "/history", admin},
+		{"127.1.0.4", "GET", "/replica/inventory-1/sale", sales},
+		{"127.1.0.5", "GET", "/healthz", nil},
+		{"127.0.0.1", "POST", "/sale", nil},
+		{"127.0.0.1", "GET", "/history", nil},
+	} {
+		t.Run(tc.source+" "+tc.method+" "+tc.path, func(t *testing.T) {
+			client := sourceClient(t, tc.source)
+			const requests, workers = 1000, 8
+			var ok, limited, other atomic.Int64
+			var wrong atomic.Value
+			start := time.Now()
+			work := make(chan struct{}, requests)
+			for range requests {
+				work <- struct{}{}
+			}
+			close(work)
+			var wg sync.WaitGroup
+			for range workers {
+				wg.Go(func() {
+					for range work {
+						req, _ := http.NewRequest(tc.method, base+tc.path, nil)
+						res, err := client.Do(req)
+						if err != nil {
+							wrong.Store(err.Error())
+							other.Add(1)
+							continue
+						}
+						var body api.Sale
+						_ = json.NewDecoder(res.Body).Decode(&body)
+						res.Body.Close()
+						switch {
+						case res.StatusCode == 200:
+							ok.Add(1)
+						case res.StatusCode == 429 && body.Code == "rate_limited" && res.Header.Get("Retry-After") == "1":
+							limited.Add(1)
+						default:
+							wrong.Store(fmt.Sprintf("%d %+v", res.StatusCode, body))
+							other.Add(1)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			took := time.Since(start)
+			t.Logf("%d ok, %d limited in %s", ok.Load(), limited.Load(), took.Round(time.Millisecond))
+			if other.Load() != 0 {
+				t.Fatalf("%d replies neither 200 nor JSON 429, e.g. %v", other.Load(), wrong.Load())
+			}
+			if tc.limit == nil {
+				if limited.Load() != 0 {
+					t.Fatalf("limited %d of %d, want none", limited.Load(), requests)
+				}
+				return
+			}
+			// At most the burst, the rate over the run, and one more.
+			if most := tc.limit[0] + tc.limit[1]*took.Seconds() + 1; float64(ok.Load()) > most {
+				t.Fatalf("%d served in %s, above the limit's %.0f", ok.Load(), took, most)
+			}
+			if limited.Load() == 0 {
+				t.Fatalf("none of %d limited", requests)
+			}
+		})
+	}
+}
+
+// rawRequest writes request as it is on a new connection to addr (from
+// source, when set) and reads the reply as JSON.
+func rawRequest(t *testing.T, addr, source, request string) (int, api.Sale) {
+	t.Helper()
+	d := net.Dialer{Timeout: 5 * time.Second}
+	if source != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(source)}
+	}
+	conn, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, request); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	var body api.Sale
+	if ct := res.Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("%d with Content-Type %q: %s", res.StatusCode, ct, raw)
+	}
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Fatalf("%d: not JSON: %q", res.StatusCode, raw)
+	}
+	return res.StatusCode, body
+}
+
+// sourceClient is an HTTP client whose connections come from source.
+func sourceClient(t *testing.T, source string) *http.Client {
+	d := &net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}}
+	tr := &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 16}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
 }

@@ -14,6 +14,7 @@ package lab
 
 import (
 	"context"
+	"crypto/subtle"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -52,10 +53,11 @@ type Config struct {
 	// nginx in front of it listens beyond loopback (cmd/lab refuses
 	// otherwise).
 	Token string
-	// Hosts are the Host names the lab answers to (any port); default
-	// localhost, 127.0.0.1 and [::1]. Any other Host is refused (421): a
-	// page of another site that rebinds its name to this machine cannot
-	// read the lab.
+	// Hosts are the Host names the lab answers to (any port) beside
+	// localhost, *.localhost and IP addresses, as nginx does. Any other
+	// Host is refused (421): a page of another site that rebinds its name
+	// to this machine (DNS rebinding) sends its name, and cannot read the
+	// lab; an address is no such name.
 	Hosts []string
 	// Nodes are the stack's other nodes whose health the page shows (Redis
 	// nodes, etcd members); the replicas and nginx are always shown.
@@ -112,9 +114,6 @@ func New(cfg Config) *Lab {
 	}
 	if cfg.Tick <= 0 {
 		cfg.Tick = 200 * time.Millisecond
-	}
-	if len(cfg.Hosts) == 0 {
-		cfg.Hosts = []string{"localhost", "127.0.0.1", "::1"}
 	}
 	l := &Lab{cfg: cfg, hosts: map[string]bool{}, http: &http.Client{Timeout: 10 * time.Second}, hub: newHub()}
 	for _, h := range cfg.Hosts {
@@ -196,7 +195,8 @@ func (l *Lab) guard(next http.Handler) http.Handler {
 		if h, _, err := net.SplitHostPort(host); err == nil {
 			host = h
 		}
-		if !l.hosts[strings.Trim(strings.ToLower(host), "[]")] {
+		host = strings.Trim(strings.ToLower(host), "[]")
+		if !l.hosts[host] && host != "localhost" && !strings.HasSuffix(host, ".localhost") && net.ParseIP(host) == nil {
 			writeError(w, http.StatusMisdirectedRequest, "unknown_host",
 				fmt.Sprintf("the lab does not answer to the host %q (add it with -hosts)", r.Host))
 			return
@@ -206,7 +206,7 @@ func (l *Lab) guard(next http.Handler) http.Handler {
 				writeError(w, http.StatusForbidden, "cross_origin", "a request that changes something must come from the lab's own page")
 				return
 			}
-			if l.cfg.Token != "" && r.Header.Get("Authorization") != "Bearer "+l.cfg.Token {
+			if l.cfg.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+l.cfg.Token)) != 1 {
 				writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the lab listens beyond loopback: starting or stopping a run needs its token (Authorization: Bearer ...)")
 				return
 			}

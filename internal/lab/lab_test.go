@@ -84,7 +84,7 @@ func TestSettingsAreValidated(t *testing.T) {
 // An unknown Host is refused (DNS rebinding), a state-changing request from
 // another site too, and with a token set, a start without it.
 func TestHostOriginAndToken(t *testing.T) {
-	u := start(t, lab.Config{Token: "secret", Hosts: []string{"localhost", "127.0.0.1", "lab.example"}})
+	u := start(t, lab.Config{Token: "secret", Hosts: []string{"lab.example"}})
 	body := `{"locks":[],"requests":1,"concurrency":1,"stock":1}` // valid enough to reach validation: 400
 	cases := []struct {
 		name, method, path string
@@ -94,6 +94,10 @@ func TestHostOriginAndToken(t *testing.T) {
 		{"an unknown host", http.MethodGet, "/", map[string]string{"Host": "evil.example"}, http.StatusMisdirectedRequest},
 		{"an unknown host, API", http.MethodGet, "/lab/api/runs", map[string]string{"Host": "evil.example:80"}, http.StatusMisdirectedRequest},
 		{"a host added", http.MethodGet, "/lab/api/runs", map[string]string{"Host": "lab.example"}, http.StatusOK},
+		{"an IP address", http.MethodGet, "/", map[string]string{"Host": "192.0.2.7:8080"}, http.StatusOK},
+		{"an IPv6 address", http.MethodGet, "/", map[string]string{"Host": "[2001:db8::1]"}, http.StatusOK},
+		{"a .localhost name", http.MethodGet, "/", map[string]string{"Host": "lab.localhost"}, http.StatusOK},
+		{"a name ending like an address", http.MethodGet, "/", map[string]string{"Host": "127.0.0.1.evil.example"}, http.StatusMisdirectedRequest},
 		{"another site's page", http.MethodPost, "/lab/api/runs", map[string]string{"Origin": "http://evil.example", "Authorization": "Bearer secret"}, http.StatusForbidden},
 		{"a cross-site fetch", http.MethodPost, "/lab/api/runs", map[string]string{"Sec-Fetch-Site": "cross-site", "Authorization": "Bearer secret"}, http.StatusForbidden},
 		{"no token", http.MethodPost, "/lab/api/runs", nil, http.StatusUnauthorized},

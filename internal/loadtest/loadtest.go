@@ -33,7 +33,7 @@ type Config struct {
 	Requests    int    // per version
 	Concurrency int
 	Stock       int64  // set before each version's run
-	AdminToken  string // for PUT /stock
+	AdminToken  string // for PUT /stock, GET /history, ?lock= beyond loopback and the fault hooks
 	// Wait, when set, chooses how the service's lock waits (?wait=poll,
 	// notify or handoff); empty: the replicas' -wait.
 	Wait string
@@ -366,7 +366,9 @@ func (cfg Config) fire(target, id string, tally *Result) checker.Op {
 		req.Header.SetMethod(http.MethodGet)
 	}
 	req.Header.Set("X-Request-Id", id)
-	if cfg.Fence || cfg.Hooks != nil { // fault hooks: the admin token's
+	// ?lock= and the fault hooks: the admin token's, where the replicas are
+	// reached beyond loopback.
+	if cfg.AdminToken != "" {
 		req.Header.Set("Authorization", "Bearer "+cfg.AdminToken)
 	}
 	op := checker.Op{ID: id, Invoke: time.Now()}

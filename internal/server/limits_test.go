@@ -64,6 +64,34 @@ func TestInFlightCap(t *testing.T) {
 	s.expect(t, s.do(t, "POST", "/sale", ""), http.StatusOK, map[string]any{"sold": true}) // the slot is free again
 }
 
+// The requests other than sales have their own cap: one beyond it is
+// answered 503 busy at once, and sales go on meanwhile.
+func TestOthersInFlightCap(t *testing.T) {
+	inside, release := make(chan struct{}, 1), make(chan struct{})
+	ready := func(context.Context) error {
+		inside <- struct{}{}
+		<-release
+		return nil
+	}
+	s := newStack(t, options{lock: "v6", maxOthers: 1, token: "t", ready: ready})
+	s.rdb.Set(context.Background(), api.DefaultStockKey, 5, 0)
+	probe := make(chan reply, 1)
+	go func() { probe <- s.do(t, "GET", "/readyz", "") }()
+	<-inside // the probe holds the one slot
+	for _, r := range []struct{ method, path string }{{"GET", "/stock"}, {"GET", "/history"}, {"PUT", "/stock"}, {"GET", "/readyz"}} {
+		got := s.do(t, r.method, r.path, `{"stock":9}`, "Authorization", "Bearer t")
+		s.expect(t, got, http.StatusServiceUnavailable, map[string]any{"code": api.CodeBusy})
+		if got.header.Get("Retry-After") == "" {
+			t.Fatalf("%s %s: busy reply without Retry-After", r.method, r.path)
+		}
+	}
+	s.expect(t, s.do(t, "POST", "/sale", ""), http.StatusOK, map[string]any{"sold": true}) // sales have their own
+	s.expect(t, s.do(t, "GET", "/healthz", ""), http.StatusOK, nil)
+	close(release)
+	s.expect(t, <-probe, http.StatusOK, nil)
+	s.expect(t, s.do(t, "GET", "/stock", ""), http.StatusOK, map[string]any{"stock": float64(4)})
+}
+
 // When the replica stops, a sale waiting for the lock gives up at once with
 // 503 shutting_down, and sold nothing.
 func TestShutdownCancelsWaiters(t *testing.T) {

@@ -50,9 +50,13 @@ type Config struct {
 	LockKey  string   // reported by /healthz
 	// Override lets /sale?lock=NAME and ?wait=WAY choose the version and its
 	// wait per request, so one running cluster can be compared across them.
-	Override   bool
-	Replica    string
-	AdminToken string // empty: admin endpoints open
+	Override bool
+	// OverrideAdmin makes that choice the admin's: it needs the admin token
+	// (when one is configured), for a replica reached beyond loopback, where
+	// ?lock=none would let anyone oversell.
+	OverrideAdmin bool
+	Replica       string
+	AdminToken    string // empty: admin endpoints open
 	// Chaos enables the per-request fault hooks on /sale (hold,
 	// release_pause, nested, fence), for the admin token only.
 	Chaos    bool
@@ -69,12 +73,22 @@ type Config struct {
 	// lock or holding it); one more is answered 503 busy with Retry-After.
 	// 0: DefaultMaxInFlight.
 	MaxInFlight int
+	// MaxOthersInFlight caps the other requests that do work (/stock,
+	// /history, /metrics, /readyz) the same way, apart from the sales, so
+	// that a flood there takes neither a sale's slot nor much memory.
+	// 0: DefaultMaxOthersInFlight.
+	MaxOthersInFlight int
 }
 
 // DefaultMaxInFlight is the default cap on a replica's sales in flight:
 // above the bundled load test's concurrency (100), far below what would
 // make the waiters' polling a load of its own.
 const DefaultMaxInFlight = 256
+
+// DefaultMaxOthersInFlight is the default cap on the other requests: a
+// load test reads the history of each replica a page at a time, a
+// healthcheck probes once a second; a history page is at most a few MB.
+const DefaultMaxOthersInFlight = 16
 
 // ErrShuttingDown is the cause with which the service cancels its requests'
 // context when it stops: a sale still waiting for the lock gives up and is
@@ -88,20 +102,23 @@ type Recorder interface {
 
 type handlers struct {
 	Config
-	inFlight chan struct{} // a semaphore of MaxInFlight slots
 }
 
-// limit answers 503 busy, at once, to a sale beyond MaxInFlight.
-func (h *handlers) limit(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case h.inFlight <- struct{}{}:
-			defer func() { <-h.inFlight }()
-			next.ServeHTTP(w, r)
-		default:
-			writeError(w, api.CodeBusy, fmt.Sprintf("this replica already runs %d sales: retry later", cap(h.inFlight)))
-		}
-	})
+// limit returns a middleware that runs at most n requests at once and
+// answers 503 busy, at once, to one more; what names them in the reply.
+func limit(n int, what string) func(http.Handler) http.Handler {
+	slots := make(chan struct{}, n)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case slots <- struct{}{}:
+				defer func() { <-slots }()
+				next.ServeHTTP(w, r)
+			default:
+				writeError(w, api.CodeBusy, fmt.Sprintf("this replica already runs %d %s: retry later", n, what))
+			}
+		})
+	}
 }
 
 // requestID keeps a client's X-Request-Id when it is a plain token (letters,
@@ -137,18 +154,22 @@ func New(cfg Config) http.Handler {
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultMaxInFlight
 	}
-	h := &handlers{cfg, make(chan struct{}, cfg.MaxInFlight)}
+	if cfg.MaxOthersInFlight <= 0 {
+		cfg.MaxOthersInFlight = DefaultMaxOthersInFlight
+	}
+	h := &handlers{cfg}
+	sales, others := limit(cfg.MaxInFlight, "sales"), limit(cfg.MaxOthersInFlight, "requests other than sales")
 	r := chi.NewRouter()
 	r.Use(requestID, middleware.Recoverer)
-	r.With(h.limit).Get("/sale", h.sale)
-	r.With(h.limit).Post("/sale", h.sale)
-	r.Get("/stock", h.stock)
-	r.With(h.admin).Put("/stock", h.setStock)
-	r.With(h.admin).Get("/history", h.history)
-	r.Get("/healthz", h.healthz)
-	r.Get("/readyz", h.readyz)
+	r.With(sales).Get("/sale", h.sale)
+	r.With(sales).Post("/sale", h.sale)
+	r.With(others).Get("/stock", h.stock)
+	r.With(others, h.admin).Put("/stock", h.setStock)
+	r.With(others, h.admin).Get("/history", h.history)
+	r.Get("/healthz", h.healthz) // no I/O: answered from memory
+	r.With(others).Get("/readyz", h.readyz)
 	if cfg.Metrics != nil {
-		r.Method(http.MethodGet, "/metrics", cfg.Metrics)
+		r.With(others).Method(http.MethodGet, "/metrics", cfg.Metrics)
 	}
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, api.CodeNotFound, "no such endpoint: "+r.URL.Path)
@@ -209,6 +230,10 @@ func (h *handlers) choose(r *http.Request) (context.Context, sale.Method, *reque
 		if q.Has(p) && !h.Override {
 			return nil, sale.Method{}, &requestError{api.CodeOverrideDisabled,
 				fmt.Sprintf("choosing the %s per request is disabled: start the service with -lock-override", p)}
+		}
+		if q.Has(p) && h.OverrideAdmin && h.AdminToken != "" && !h.authorized(r) {
+			return nil, sale.Method{}, &requestError{api.CodeUnauthorized,
+				fmt.Sprintf("choosing the %s per request needs the admin token on a replica reached beyond this machine: send Authorization: Bearer <token>", p)}
 		}
 	}
 	variant, name := h.Default, h.Lock

@@ -35,11 +35,14 @@ type stack struct {
 type options struct {
 	lock, token    string
 	override       bool
+	overrideAdmin  bool // the replica is reached beyond loopback
 	chaos          bool
 	acquireTimeout time.Duration
 	maxInFlight    int
-	noEtcd         bool            // -lock etcd with no etcd cluster configured
-	base           context.Context // every request's context (default: background)
+	maxOthers      int
+	ready          func(ctx context.Context) error // default: a PING
+	noEtcd         bool                            // -lock etcd with no etcd cluster configured
+	base           context.Context                 // every request's context (default: background)
 }
 
 func newStack(t testing.TB, o options) *stack {
@@ -66,12 +69,15 @@ func newStack(t testing.TB, o options) *stack {
 	if o.acquireTimeout == 0 {
 		o.acquireTimeout = 5 * time.Second
 	}
+	if o.ready == nil {
+		o.ready = func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }
+	}
 	svc := sale.New(s.nodes[0].Client(), sale.Options{Key: api.DefaultStockKey, AcquireTimeout: o.acquireTimeout})
 	h := server.New(server.Config{Seller: svc, Versions: all, Default: variants[0], Names: versions.Names(), Lock: o.lock, LockKey: api.DefaultLockKey,
-		Override: o.override, Replica: "test-1", AdminToken: o.token, Chaos: o.chaos, Log: log,
+		Override: o.override, OverrideAdmin: o.overrideAdmin, Replica: "test-1", AdminToken: o.token, Chaos: o.chaos, Log: log,
 		Settings: map[string]string{"lock": o.lock, "work": "1ms"},
-		Ready:    func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }, History: history.NewRing(100),
-		MaxInFlight: o.maxInFlight})
+		Ready:    o.ready, History: history.NewRing(100),
+		MaxInFlight: o.maxInFlight, MaxOthersInFlight: o.maxOthers})
 	s.h = h
 	ts := httptest.NewUnstartedServer(h)
 	if o.base != nil {
@@ -164,6 +170,23 @@ func TestLockOverride(t *testing.T) {
 	if on.stock(t) != "4" {
 		t.Fatalf("stock %s, want 4: only one request sold", on.stock(t))
 	}
+}
+
+// Reached beyond loopback, choosing the version per request is the admin's:
+// ?lock=none would let any client oversell.
+func TestLockOverrideNeedsTheTokenBeyondLoopback(t *testing.T) {
+	s := newStack(t, options{override: true, overrideAdmin: true, token: "t"})
+	s.rdb.Set(context.Background(), api.DefaultStockKey, 5, 0)
+	for _, q := range []string{"lock=none", "wait=notify", "lock=v7&wait=handoff"} {
+		r := s.do(t, "POST", "/sale?"+q, "")
+		s.expect(t, r, 401, map[string]any{"code": api.CodeUnauthorized})
+		s.expect(t, s.do(t, "POST", "/sale?"+q, "", "Authorization", "Bearer wrong"), 401, map[string]any{"code": api.CodeUnauthorized})
+	}
+	if s.stock(t) != "5" {
+		t.Fatalf("stock %s after refused requests, want 5", s.stock(t))
+	}
+	s.expect(t, s.do(t, "POST", "/sale", ""), 200, map[string]any{"sold": true}) // the default version: anyone's
+	s.expect(t, s.do(t, "POST", "/sale?lock=v7", "", "Authorization", "Bearer t"), 200, map[string]any{"lock": "v7", "sold": true})
 }
 
 func TestSetStockValidation(t *testing.T) {
