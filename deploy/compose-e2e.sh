@@ -122,9 +122,32 @@ got=$(reply -H 'Host: rebind.example' "$base/healthz")
 [[ "$got" == 421*'"code":"unknown_host"'* ]] || fail "Host rebind.example: $got, want 421 unknown_host"
 say "Host rebind.example: $got"
 
+# The lab at / through nginx; beyond loopback, starting a run is the admin's.
+page=$(curl -sS "$base/")
+echo "$page" | grep -q '<title>locklab' || fail "GET / is not the lab's page: $(echo "$page" | head -c 300)"
+say "GET /: the lab's page"
+if [ "${BIND:-127.0.0.1}" != 127.0.0.1 ]; then
+  got=$(reply -X POST -H 'Content-Type: application/json' -d '{"locks":["v6"],"requests":10,"concurrency":1,"stock":10}' "$base/lab/api/runs")
+  [[ "$got" == 401*'"code":"unauthorized"'* ]] || fail "a lab run on BIND=$BIND, no token: $got, want 401 unauthorized"
+  say "a lab run on BIND=$BIND without the token: 401"
+fi
+
 if [ "${QUICK:-0}" = 1 ]; then
   say "PASS (quick: up, a sale, both replicas)"
   exit 0
+fi
+
+# The lab in a real browser (chromium, as make test-e2e drives it): the page
+# through nginx, every node up, v2 violated and v6 ok, run from the page.
+if command -v chromium >/dev/null 2>&1; then
+  say "the lab in a browser: v2 and v6 run from the page"
+  LOCKLAB_COMPOSE_URL="$base/" go test -tags e2e -count=1 -run '^TestComposeLab$' ./e2e/ >&2 ||
+    fail "the lab in a browser (TestComposeLab)"
+  # The lab's runs sold the stock out: the next checks sell.
+  got=$(reply -X PUT -H "Authorization: Bearer $ADMIN_TOKEN" -d '{"stock":100}' "$base/stock")
+  [[ "$got" == 200* ]] || fail "PUT /stock after the lab's runs: $got"
+else
+  say "SKIPPED the lab in a browser: chromium is not installed (apt-get install chromium)"
 fi
 
 # field LINE NAME: a number from one line of loadtest -json.

@@ -9,6 +9,7 @@
 #   locklab/etcd:offline       the base, running etcd as user etcd
 #   locklab/nginx:offline      the base, running nginx in the foreground
 #   locklab/inventory:offline  FROM scratch + the static service binary
+#   locklab/lab:offline        FROM scratch + the static lab binary
 #   locklab/loadtest:offline   FROM scratch + the static load test binary
 #
 # Needs: docker, debootstrap (apt-get installs it on Debian/Ubuntu), go, and a
@@ -63,9 +64,10 @@ say "building the static binaries with $(go version | cut -d' ' -f3)"
 mkdir -p "$here/bin"
 (cd "$root" &&
   CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$here/bin/inventory" ./cmd/inventory &&
+  CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$here/bin/lab" ./cmd/lab &&
   CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$here/bin/loadtest" ./loadtest)
 
-for target in redis etcd nginx inventory loadtest; do
+for target in redis etcd nginx inventory lab loadtest; do
   say "building locklab/$target:offline"
   docker build -q --target "$target" -t "locklab/$target:offline" -f "$here/Dockerfile" "$here" >"$here/bin/build.log" 2>&1 ||
     { cat "$here/bin/build.log" >&2; say "docker build of locklab/$target:offline failed"; exit 1; }

@@ -18,8 +18,9 @@ func nginxDir(runDir string) string { return filepath.Join(runDir, "nginx") }
 
 // renderNginx writes the local nginx.conf: deploy/nginx.conf, the Compose
 // configuration, with what stands between each pair of markers (the
-// replicas, one upstream and one route per replica) made for the local
-// replicas, listening on 127.0.0.1:PORT, and with every path (pid, logs,
+// replicas, one upstream and one route per replica, the lab's upstream)
+// made for the local replicas and lab (the lab's routes kept, or dropped
+// when the cluster runs no lab), listening on 127.0.0.1:PORT, and with every path (pid, logs,
 // temp files) inside the run directory, which it makes. Every other rule is
 // kept. nginx started by root runs its workers as nobody, who cannot enter
 // the private run directory: so no response and no request body (up to
@@ -47,30 +48,34 @@ func renderNginx(cfg Config, s State) error {
 			return fmt.Sprintf("            location /replica/%s/ {\n                proxy_pass http://replica-%s/;\n            }\n", r.Name, r.Name)
 		},
 		"lab-upstream": func(l Proc) string { return fmt.Sprintf("    upstream lab {\n        server %s;\n    }\n", l.Addr) },
-		"lab-routes": func(Proc) string {
-			// The Host as the browser sent it, port and all: the lab
-			// compares it with a request's Origin.
-			return "        location = / {\n            proxy_set_header Host $http_host;\n            proxy_set_header Connection \"\";\n            proxy_pass http://lab;\n        }\n" +
-				"        location /lab/ {\n            proxy_set_header Host $http_host;\n            proxy_set_header Connection \"\";\n            proxy_pass http://lab;\n            proxy_buffering off;\n            proxy_read_timeout 1h;\n        }\n"
-		},
+		"lab-routes":   nil, // kept as they are, when there is a lab
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "pid %s;\nerror_log %s warn;\n", filepath.Join(dir, "nginx.pid"), filepath.Join(dir, "error.log"))
 	block, listens, rendered := "", 0, 0
+	var kept strings.Builder // the block's own lines
 	for line := range strings.SplitSeq(strings.TrimSuffix(string(src), "\n"), "\n") {
 		trimmed := strings.TrimSpace(line)
-		if name, ok := strings.CutSuffix(strings.TrimPrefix(trimmed, "# "), ":begin"); ok && blocks[name] != nil {
-			b.WriteString(line + "\n")
-			block, params = name, ""
-			continue
+		if name, ok := strings.CutSuffix(strings.TrimPrefix(trimmed, "# "), ":begin"); ok {
+			if _, known := blocks[name]; known {
+				b.WriteString(line + "\n")
+				block, params = name, ""
+				kept.Reset()
+				continue
+			}
 		}
 		switch {
 		case block != "" && strings.HasPrefix(trimmed, "# ") && strings.HasSuffix(trimmed, ":end"):
-			if block == "lab-upstream" || block == "lab-routes" {
+			switch block {
+			case "lab-routes":
+				if s.Lab != nil {
+					b.WriteString(kept.String())
+				}
+			case "lab-upstream":
 				if s.Lab != nil {
 					b.WriteString(blocks[block](*s.Lab))
 				}
-			} else {
+			default:
 				for _, r := range s.Replicas {
 					b.WriteString(blocks[block](r))
 				}
@@ -80,6 +85,7 @@ func renderNginx(cfg Config, s State) error {
 			if f := strings.Fields(strings.TrimSuffix(trimmed, ";")); params == "" && len(f) > 2 && f[0] == "server" {
 				params = " " + strings.Join(f[2:], " ")
 			}
+			kept.WriteString(line + "\n")
 			continue
 		case trimmed == "listen 80;":
 			line = strings.Replace(line, "listen 80;", fmt.Sprintf("listen %s;", s.Nginx.Addr), 1)

@@ -335,3 +335,29 @@ func sourceClient(t *testing.T, source string) *http.Client {
 	t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
 }
+
+// The local configuration keeps deploy/nginx.conf's lab routes and points
+// its upstream at the local lab; with no lab, neither is left, and / is the
+// replicas' (a JSON 404).
+func TestNginxLabRoutes(t *testing.T) {
+	for _, withLab := range []bool{true, false} {
+		cfg := Config{Root: "../..", Dir: t.TempDir(), Port: 18080, Replicas: 2}.withDefaults()
+		s := Plan(cfg)
+		if !withLab {
+			s.Lab = nil
+		}
+		if err := renderNginx(cfg, s); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(nginxDir(cfg.Dir) + "/nginx.conf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		conf := string(raw)
+		routes := strings.Contains(conf, "location /lab/ {") && strings.Contains(conf, "location = / {")
+		upstream := strings.Contains(conf, "upstream lab {\n        server 127.0.0.1:8070;")
+		if routes != withLab || upstream != withLab || strings.Contains(conf, "server lab:8070") {
+			t.Errorf("with a lab %t: routes %t, local upstream %t, Compose's upstream left %t", withLab, routes, upstream, strings.Contains(conf, "server lab:8070"))
+		}
+	}
+}

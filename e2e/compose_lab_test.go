@@ -1,0 +1,50 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// The lab of the Docker Compose stack, in a real browser through its nginx:
+// deploy/compose-e2e.sh runs this with the stack up (LOCKLAB_COMPOSE_URL, and
+// LOCKLAB_COMPOSE_TOKEN when the page asks for one); make test-e2e skips it.
+// Every node of the stack shows up; v2 run from the page ends "violated" with
+// red overlapping holds, v6 "ok" with none; the page logs no error.
+func TestComposeLab(t *testing.T) {
+	url := os.Getenv("LOCKLAB_COMPOSE_URL")
+	if url == "" {
+		t.Skip("LOCKLAB_COMPOSE_URL is not set: deploy/compose-e2e.sh runs this against the Compose stack")
+	}
+	ctx, problems := browser(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		t.Fatalf("opening %s: %v", url, err)
+	}
+	// nginx, two replicas, three Redis nodes, three etcd members.
+	waitFor(t, ctx, "the Compose stack shown up", `document.querySelectorAll("#stack .node[data-state=up]").length === 9`)
+	waitFor(t, ctx, "the versions listed", `document.querySelectorAll("input[name=lock]").length >= 10`)
+	if token := os.Getenv("LOCKLAB_COMPOSE_TOKEN"); token != "" {
+		waitFor(t, ctx, "the page asking for the token", `!document.querySelector("#token-field").hidden`)
+		if err := chromedp.Do(ctx, chromedp.SendKeys("#token", token)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	screenshot(t, ctx, "compose-lab-1-start")
+	startRun(t, ctx, "v2")
+	waitFor(t, ctx, "v2 judged violated, with overlapping holds drawn",
+		`document.querySelector(".verdict[data-lock=v2]")?.dataset.word === "violated" && Number(document.querySelector("#timeline").dataset.overlaps) > 0`)
+	screenshot(t, ctx, "compose-lab-2-v2")
+	waitFor(t, ctx, "the run ended", `!document.querySelector("#start").disabled`)
+	startRun(t, ctx, "v6")
+	waitFor(t, ctx, "v6 judged ok, with no overlapping hold",
+		fmt.Sprintf(`document.querySelector(".verdict[data-lock=v6]")?.dataset.word === "ok" && Number(document.querySelector("#timeline").dataset.holds) === %d && Number(document.querySelector("#timeline").dataset.overlaps) === 0`, 300))
+	screenshot(t, ctx, "compose-lab-3-v6")
+	if p := problems(); len(p) > 0 {
+		t.Errorf("the page logged errors:\n%s", strings.Join(p, "\n"))
+	}
+}
