@@ -15,6 +15,7 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/locklab/locklab/internal/redistest"
 )
 
@@ -143,17 +144,34 @@ func TestLab(t *testing.T) {
 		`document.querySelector(".verdict[data-lock=v6]")?.dataset.word === "ok" && Number(document.querySelector("#timeline").dataset.holds) === 300 && Number(document.querySelector("#timeline").dataset.overlaps) === 0`)
 	screenshot(t, ctx, "lab-3-v6")
 
-	for _, c := range []struct{ scenario, want string }{
+	// The keyboard walks the holds: the first one's record shows.
+	if err := chromedp.Do(ctx, chromedp.Focus("#timeline")); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.KeyEvent(kb.ArrowRight)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "a hold's record shown from the keyboard", `!document.querySelector("#tip").hidden && document.querySelector("#tip").textContent.includes("held")`)
+
+	// v6's lesson: its code as the service runs it, and its flaw and its
+	// fix from its buttons (the matrix's cells, run from the lesson).
+	if err := chromedp.Do(ctx, chromedp.Click("#lesson-tab-v6", chromedp.NodeVisible)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "v6's code shown", `[...document.querySelectorAll("#lesson summary")].some((s) => s.textContent.startsWith("internal/locks/v6_lua/release.lua")) && document.querySelector("#lesson pre").textContent.includes("package")`)
+	screenshot(t, ctx, "lab-4-lesson-v6")
+	for i, c := range []struct{ scenario, want string }{
 		{"slow-holder", "oversell, keeps successor's lock"},
 		{"slow-holder+fence", "no oversell, stale write refused"},
 	} {
 		sel := fmt.Sprintf(`#matrix td[data-cell="%s/v6"]`, c.scenario)
-		if err := chromedp.Do(ctx, chromedp.Click(sel+" button", chromedp.NodeEnabled)); err != nil {
-			t.Fatalf("running %s for v6: %v", c.scenario, err)
+		button := []string{"#lesson button.flaw", "#lesson button.fix"}[i]
+		if err := chromedp.Do(ctx, chromedp.Click(button, chromedp.NodeEnabled)); err != nil {
+			t.Fatalf("running %s for v6 from its lesson: %v", c.scenario, err)
 		}
 		waitFor(t, ctx, c.scenario+" for v6 observed as expected, on the timeline",
 			fmt.Sprintf(`document.querySelector('%s .observed')?.textContent === %q && Number(document.querySelector("#timeline").dataset.holds) >= 2`, sel, "✓ "+c.want))
-		screenshot(t, ctx, "lab-4-"+c.scenario)
+		screenshot(t, ctx, "lab-5-"+c.scenario)
 	}
 
 	if p := problems(); len(p) > 0 {

@@ -31,6 +31,8 @@ import (
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/loadtest"
+	"github.com/locklab/locklab/internal/locks"
+	"github.com/locklab/locklab/internal/sale"
 	"github.com/locklab/locklab/internal/scenario"
 	"github.com/locklab/locklab/internal/versions"
 )
@@ -171,6 +173,7 @@ func (l *Lab) Handler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /lab/api/config", l.config)
+	mux.HandleFunc("GET /lab/api/code/{version}", code)
 	mux.HandleFunc("GET /lab/api/events", l.events)
 	mux.HandleFunc("GET /lab/api/runs", l.list)
 	mux.HandleFunc("POST /lab/api/runs", l.start)
@@ -245,6 +248,25 @@ func (l *Lab) config(w http.ResponseWriter, _ *http.Request) {
 		"token_required": l.cfg.Token != "",
 		"limits":         map[string]int{"requests": MaxRequests, "concurrency": MaxConcurrency, "stock": MaxStock},
 	})
+}
+
+// code answers a version's code for its lesson, as the service runs it: the
+// files of its lock package (the sale's own script for atomic, none for
+// none), embedded when the lab was built.
+func code(w http.ResponseWriter, r *http.Request) {
+	v := r.PathValue("version")
+	if !slices.Contains(versions.Names(), v) {
+		writeError(w, http.StatusNotFound, api.CodeUnknownLock, fmt.Sprintf("no version %q: want one of %s", v, strings.Join(versions.Names(), " ")))
+		return
+	}
+	files := locks.Code(v)
+	if v == "atomic" {
+		files = []locks.File{{Path: "internal/sale/decrement.lua", Text: sale.Script("decrement.lua")}}
+	}
+	if files == nil {
+		files = []locks.File{} // none: the lesson is the sale's read-check-write itself
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"version": v, "files": files})
 }
 
 func (l *Lab) list(w http.ResponseWriter, _ *http.Request) {

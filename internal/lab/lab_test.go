@@ -7,10 +7,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/lab"
 	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/redistest"
@@ -333,5 +335,43 @@ func TestCellsAreValidated(t *testing.T) {
 	status, m := do(t, http.MethodGet, u+"/lab/api/scenarios", "", nil)
 	if status != http.StatusOK || m["available"] != false || len(m["scenarios"].([]any)) < 20 {
 		t.Fatalf("scenarios: %d, available %v, %d scenarios", status, m["available"], len(m["scenarios"].([]any)))
+	}
+}
+
+// Each version's lesson shows its code as the service runs it: the lock
+// package's Go code first, then its scripts; the sale's script for atomic;
+// nothing for none; 404 for a version that does not exist.
+func TestLessonCode(t *testing.T) {
+	u := start(t, lab.Config{})
+	for _, c := range []struct {
+		version, first, has string
+	}{
+		{"v6", "internal/locks/v6_lua/lua.go", "internal/locks/v6_lua/release.lua"},
+		{"v4", "internal/locks/v3_setnx/setnx.go", "internal/locks/v3_setnx/try.lua"},
+		{"redlock", "internal/locks/redlock/redlock.go", ""},
+		{"atomic", "internal/sale/decrement.lua", ""},
+	} {
+		status, reply := do(t, http.MethodGet, u+"/lab/api/code/"+c.version, "", nil)
+		files, _ := reply["files"].([]any)
+		if status != http.StatusOK || len(files) == 0 {
+			t.Fatalf("%s: %d %v", c.version, status, reply)
+		}
+		var paths []string
+		for _, f := range files {
+			m := f.(map[string]any)
+			if m["text"] == "" {
+				t.Errorf("%s: %s is empty", c.version, m["path"])
+			}
+			paths = append(paths, m["path"].(string))
+		}
+		if paths[0] != c.first || (c.has != "" && !slices.Contains(paths, c.has)) {
+			t.Errorf("%s: files %v, want %s first and %q among them", c.version, paths, c.first, c.has)
+		}
+	}
+	if status, reply := do(t, http.MethodGet, u+"/lab/api/code/none", "", nil); status != http.StatusOK || len(reply["files"].([]any)) != 0 {
+		t.Errorf("none: %d %v, want no file", status, reply)
+	}
+	if status, reply := do(t, http.MethodGet, u+"/lab/api/code/v9", "", nil); status != http.StatusNotFound || reply["code"] != api.CodeUnknownLock {
+		t.Errorf("v9: %d %v, want 404 unknown_lock", status, reply)
 	}
 }

@@ -46,3 +46,29 @@ func TestCatalogue(t *testing.T) {
 		}
 	}
 }
+
+// Every version's lesson (the lab's button that reproduces its flaw) names
+// a scenario with a cell for that version, its fix one too, and a run only
+// versions that exist.
+func TestLessonsNameRealCells(t *testing.T) {
+	cells := map[string]map[string]string{}
+	for _, s := range All {
+		cells[s.Name] = s.Expect
+	}
+	for _, v := range versions.All {
+		l := v.Lesson
+		switch {
+		case l.Scenario == "" && len(l.Run) == 0:
+			t.Errorf("%s: a lesson with neither a scenario nor a run", v.Name)
+		case l.Scenario != "" && cells[l.Scenario][v.Name] == "":
+			t.Errorf("%s: lesson scenario %q has no cell for it", v.Name, l.Scenario)
+		case l.Fix != "" && cells[l.Fix][v.Name] == "":
+			t.Errorf("%s: lesson fix %q has no cell for it", v.Name, l.Fix)
+		}
+		for _, name := range l.Run {
+			if !slices.Contains(versions.Names(), name) {
+				t.Errorf("%s: lesson runs %q, no such version", v.Name, name)
+			}
+		}
+	}
+}

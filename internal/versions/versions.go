@@ -47,6 +47,17 @@ type Version struct {
 	// OneReplica says that the tutorial runs it on one process: the load
 	// test sends its sales to one replica (v1; v2 is the same code on two).
 	OneReplica bool `json:"one_replica,omitempty"`
+	// Lesson is how the lab shows the flaw on demand.
+	Lesson Lesson `json:"lesson"`
+}
+
+// Lesson reproduces a version's flaw: a scenario cell (Scenario, for this
+// version), and the cell that shows the fix when one does (Fix); or, with
+// no scenario, a load run of the versions in Run.
+type Lesson struct {
+	Scenario string   `json:"scenario,omitempty"`
+	Fix      string   `json:"fix,omitempty"`
+	Run      []string `json:"run,omitempty"`
 }
 
 // All lists every version in the tutorial's order, read from versions.json:

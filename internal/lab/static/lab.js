@@ -41,7 +41,20 @@ async function init() {
   const canvas = $("#timeline");
   canvas.addEventListener("mousemove", (e) => hover(e.offsetX, e.offsetY));
   canvas.addEventListener("mouseleave", () => ($("#tip").hidden = true));
+  // The keyboard walks the holds in time order, each shown as on hover.
+  canvas.addEventListener("keydown", (e) => {
+    const step = { ArrowRight: 1, ArrowLeft: -1, Home: 0, End: 0 }[e.key];
+    if (step === undefined || !state.hits.length) return;
+    e.preventDefault();
+    const order = [...state.hits].sort((a, b) => a[0] - b[0]);
+    const i = e.key === "Home" ? 0 : e.key === "End" ? order.length - 1 : ((state.focusHold ?? -1) + step + order.length) % order.length;
+    state.focusHold = i;
+    const h = order[i];
+    showTip(h, h[1] + 2, (h[2] + h[3]) / 2);
+  });
+  canvas.addEventListener("blur", () => { $("#tip").hidden = true; state.focusHold = undefined; });
   window.addEventListener("resize", () => (state.dirty = true));
+  buildLessons();
   listen();
   loadMatrix().catch(showError);
   requestAnimationFrame(frame);
@@ -65,12 +78,95 @@ async function loadMatrix() {
       b.addEventListener("click", () => runCell(s.name, l));
       return el("td", { "data-cell": s.name + "/" + l }, el("span", { className: "expect", text: s.expect[l] }), el("span", { className: "observed" }), b);
     }))));
-  if (!m.available) $("#faults-hint").append(el("b", { text: " This lab has no cluster to fault: start it with make lab." }));
+  if (!m.available) {
+    $("#faults-hint").append(el("b", { text: " This lab has no cluster to fault: start it with make lab." }));
+    $("#matrix-details").open = false; // what each version is expected to do, still there to read
+  }
   state.dirty = true;
 }
 
+// The lessons: a tab per version in the tutorial's order (arrow keys move
+// between them), and the chosen one's text, its flaw's and its fix's
+// buttons, and its code, fetched once as the service runs it.
+function buildLessons() {
+  const tabs = $("#lesson-tabs");
+  const versions = state.config.versions;
+  tabs.replaceChildren(...versions.map((v, i) => {
+    const b = el("button", { type: "button", role: "tab", id: "lesson-tab-" + v.name, text: v.name, tabIndex: -1 });
+    b.setAttribute("aria-controls", "lesson");
+    b.addEventListener("click", () => showLesson(i));
+    b.addEventListener("keydown", (e) => {
+      const step = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 }[e.key];
+      if (e.key === "Home" || e.key === "End" || step) {
+        e.preventDefault();
+        const next = e.key === "Home" ? 0 : e.key === "End" ? versions.length - 1 : (i + step + versions.length) % versions.length;
+        showLesson(next);
+        tabs.children[next].focus();
+      }
+    });
+    return b;
+  }));
+  showLesson(0);
+}
+
+async function showLesson(i) {
+  const v = state.config.versions[i];
+  state.lesson = v.name;
+  for (const [j, b] of [...$("#lesson-tabs").children].entries()) {
+    b.setAttribute("aria-selected", String(j === i));
+    b.tabIndex = j === i ? 0 : -1;
+  }
+  $("#lesson").setAttribute("aria-labelledby", "lesson-tab-" + v.name);
+  const l = v.lesson || {};
+  const buttons = el("div", { className: "buttons" });
+  const why = el("span", { className: "why" });
+  if (l.run) {
+    const b = el("button", { type: "button", className: "flaw", text: "Show it: run " + l.run.join(" and ") });
+    b.addEventListener("click", () => lessonRun(l.run));
+    buttons.append(b);
+  }
+  if (l.scenario) {
+    const flaw = el("button", { type: "button", className: "flaw", text: "Show the flaw: " + l.scenario });
+    flaw.addEventListener("click", () => lessonCell(l.scenario, v.name));
+    buttons.append(flaw);
+    if (l.fix) {
+      const fix = el("button", { type: "button", className: "fix", text: "Show the fix: " + l.fix });
+      fix.addEventListener("click", () => lessonCell(l.fix, v.name));
+      buttons.append(fix);
+    }
+    if (state.matrix && !state.matrix.available) why.textContent = "The fault cells need the scenarios' cluster: make lab.";
+  }
+  buttons.append(why, el("span", { id: "lesson-error", role: "alert" }));
+  const facts = el("dl", {}, el("dt", { text: "Adds" }), el("dd", { text: v.fixes }), el("dt", { text: "Still wrong" }), el("dd", { text: v.flaw }));
+  if (v.not_copied) facts.append(el("dt", { text: "Not copied" }), el("dd", { text: v.not_copied }));
+  const code = el("div", { className: "code" }, el("p", { className: "why", text: "loading its code..." }));
+  $("#lesson").replaceChildren(el("h3", { text: v.name + ": " + v.guard }), facts, buttons, code);
+  state.dirty = true;
+  try {
+    state.code = state.code || {};
+    const files = state.code[v.name] || (state.code[v.name] = (await api("GET", "/lab/api/code/" + v.name)).files);
+    if (state.lesson !== v.name) return;
+    code.replaceChildren(...(files.length ? files.map((f, j) => el("details", { open: j === 0 },
+      el("summary", { text: f.path + " (" + f.text.split("\n").length + " lines)" }), el("pre", {}, el("code", { text: f.text }))))
+      : [el("p", { className: "why", text: "No lock, so no code of its own: the sale's GET, check, SET is the whole story." })]));
+  } catch (err) { code.replaceChildren(el("p", { className: "why", text: "its code: " + err.message })); }
+}
+
+async function lessonRun(locks) {
+  clearError();
+  try {
+    adopt(await api("POST", "/lab/api/runs", { locks, wait: "", fence: false, requests: 300, concurrency: 50, stock: 100 }));
+    $("#live-panel").scrollIntoView({ behavior: "smooth", block: "start" });
+  } catch (err) { showError(err); }
+}
+
+async function lessonCell(scenario, lock) {
+  await runCell(scenario, lock);
+  $("#live-panel").scrollIntoView({ behavior: "smooth", block: "start" });
+}
+
 async function runCell(scenario, lock) {
-  $("#form-error").textContent = "";
+  clearError();
   try {
     const c = await api("POST", "/lab/api/cells", { scenario, lock });
     state.cells[scenario + "/" + lock] = c;
@@ -85,11 +181,16 @@ function showCell(c) {
   state.dirty = true;
 }
 
-function showError(err) { $("#form-error").textContent = err.message || String(err); }
+// showError says what went wrong by the form, and by the lesson's buttons.
+function showError(err) {
+  for (const e of [$("#form-error"), $("#lesson-error")]) if (e) e.textContent = err.message || String(err);
+}
+
+function clearError() { for (const e of [$("#form-error"), $("#lesson-error")]) if (e) e.textContent = ""; }
 
 async function start(e) {
   e.preventDefault();
-  $("#form-error").textContent = "";
+  clearError();
   const locks = [...document.querySelectorAll("input[name=lock]:checked")].map((b) => b.value);
   const settings = {
     locks, wait: $("#wait").value, fence: $("#fence").checked,
@@ -321,9 +422,15 @@ function hatchPattern(g) {
 }
 
 function hover(px, py) {
-  const tip = $("#tip");
   const hit = state.hits.findLast((h) => px >= h[0] - 1 && px <= h[1] + 1 && py >= h[2] && py <= h[3]);
-  if (!hit) { tip.hidden = true; return; }
+  if (!hit) { $("#tip").hidden = true; return; }
+  showTip(hit, px, py);
+}
+
+// showTip tells one hold's record beside it (px, py): what a hover or the
+// keyboard chose.
+function showTip(hit, px, py) {
+  const tip = $("#tip");
   const x = hit[4];
   const lines = [`${x.lock} · ${x.replica} · ${x.id}`, `held ${((x.to - x.from) / 1000).toFixed(2)} ms`,
     x.read != null ? `read ${x.read}` : "read nothing", x.wrote != null ? `wrote ${x.wrote}` : "wrote nothing",
@@ -337,8 +444,11 @@ function hover(px, py) {
 }
 
 function drawMatrix() {
-  if (!state.cells) return;
   const busy = state.current && state.current.status === "running";
+  for (const b of document.querySelectorAll("#lesson .buttons button")) {
+    b.disabled = busy || (!b.textContent.startsWith("Show it") && !(state.matrix && state.matrix.available));
+  }
+  if (!state.cells) return;
   for (const td of document.querySelectorAll("#matrix td[data-cell]")) {
     const c = state.cells[td.dataset.cell];
     const obs = td.querySelector(".observed");

@@ -1,0 +1,54 @@
+// Package locks gives the lab the lock packages' code as it runs: each
+// version's guard and its Lua scripts, embedded at build time from the very
+// files the service is compiled from, so the page cannot drift from them.
+// The mechanisms themselves are the packages below this one.
+package locks
+
+import (
+	"embed"
+	"io/fs"
+	"slices"
+	"strings"
+)
+
+//go:embed v1_mutex/mutex.go v3_setnx/setnx.go v3_setnx/*.lua v6_lua/lua.go v6_lua/*.lua
+//go:embed v7_reentrant/reentrant.go v7_reentrant/*.lua v8_watchdog/watchdog.go v8_watchdog/*.lua
+//go:embed redlock/redlock.go etcd/etcd.go
+var sources embed.FS
+
+// Packages are each version's package here; none and atomic have none (the
+// sale's own code is theirs).
+var Packages = map[string]string{"v1": "v1_mutex", "v2": "v1_mutex", "v3": "v3_setnx", "v4": "v3_setnx", "v5": "v3_setnx",
+	"v6": "v6_lua", "v7": "v7_reentrant", "v8": "v8_watchdog", "redlock": "redlock", "etcd": "etcd"}
+
+// File is one source file: its path in the repository, and its text.
+type File struct {
+	Path string `json:"path"`
+	Text string `json:"text"`
+}
+
+// Code returns the files of version's package: its Go code first, then its
+// Lua scripts, each by name; nil for a version with no package of its own.
+func Code(version string) []File {
+	dir, ok := Packages[version]
+	if !ok {
+		return nil
+	}
+	entries, _ := fs.ReadDir(sources, dir) // embedded: it exists
+	var files []File
+	for _, e := range entries {
+		raw, _ := sources.ReadFile(dir + "/" + e.Name())
+		files = append(files, File{Path: "internal/locks/" + dir + "/" + e.Name(), Text: string(raw)})
+	}
+	slices.SortStableFunc(files, func(a, b File) int {
+		return boolInt(strings.HasSuffix(a.Path, ".lua")) - boolInt(strings.HasSuffix(b.Path, ".lua"))
+	})
+	return files
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
