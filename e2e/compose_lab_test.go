@@ -34,6 +34,7 @@ func TestComposeLab(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	waitFor(t, ctx, "the nemesis offered only where there is a cluster to fault", `document.querySelector("#nemesis").disabled`)
 	screenshot(t, ctx, "compose-lab-1-start")
 	startRun(t, ctx, "v2")
 	waitFor(t, ctx, "v2 judged violated, with overlapping holds drawn",

@@ -32,12 +32,12 @@ import (
 )
 
 // clusterBin builds the cluster command once per test.
-func clusterBin(t *testing.T) string { return goBuild(t, "../cmd/cluster") }
+func clusterBin(t testing.TB) string { return goBuild(t, "../cmd/cluster") }
 
 // loadtestBin builds the load test's command once per test.
 func loadtestBin(t *testing.T) string { return goBuild(t, "../loadtest") }
 
-func goBuild(t *testing.T, pkg string) string {
+func goBuild(t testing.TB, pkg string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
 	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
@@ -48,7 +48,7 @@ func goBuild(t *testing.T, pkg string) string {
 
 // run runs the cluster command from the checkout's root, as make does, with
 // nginx on port and the run directory dir.
-func run(t *testing.T, bin string, port int, dir, verb string, env ...string) (string, error) {
+func run(t testing.TB, bin string, port int, dir, verb string, env ...string) (string, error) {
 	t.Helper()
 	cmd := exec.Command(bin, verb)
 	cmd.Dir = ".."
@@ -69,7 +69,7 @@ func listening(addr string) bool {
 
 // up starts the cluster and registers its stop, which must leave no port
 // open and no state behind.
-func up(t *testing.T, bin string, port int, dir string, env ...string) *cluster.Cluster {
+func up(t testing.TB, bin string, port int, dir string, env ...string) *cluster.Cluster {
 	t.Helper()
 	t.Cleanup(func() {
 		if out, err := run(t, bin, port, dir, "down"); err != nil {
@@ -99,7 +99,7 @@ func up(t *testing.T, bin string, port int, dir string, env ...string) *cluster.
 // cluster c: no process's command line (/proc/PID/cmdline, which anyone
 // reads) holds the Redis password or the admin token, and the run directory
 // is 0700 with every file up wrote in it, or in nginx's, 0600.
-func private(t *testing.T, c *cluster.Cluster, dir string) {
+func private(t testing.TB, c *cluster.Cluster, dir string) {
 	t.Helper()
 	s := c.State
 	procs := append(append(append([]cluster.Proc{s.Nginx, *s.Lab}, s.Redis...), s.Etcd...), s.Replicas...)

@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +23,7 @@ import (
 
 // browser starts Debian's chromium, headless, for the test; its console
 // errors and uncaught exceptions are collected for the test to check.
-func browser(t *testing.T) (context.Context, func() []string) {
+func browser(t testing.TB) (context.Context, func() []string) {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
 	if err != nil {
@@ -67,7 +69,7 @@ func browser(t *testing.T) (context.Context, func() []string) {
 
 // screenshot saves what the page shows now, for a person to look at: into
 // $LAB_SCREENSHOTS when set, else the test's temporary directory.
-func screenshot(t *testing.T, ctx context.Context, name string) {
+func screenshot(t testing.TB, ctx context.Context, name string) {
 	t.Helper()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
@@ -106,7 +108,7 @@ func startRun(t *testing.T, ctx context.Context, locks ...string) {
 
 // waitFor waits until the page's expression is true, or fails with what the
 // page shows.
-func waitFor(t *testing.T, ctx context.Context, what, expr string) {
+func waitFor(t testing.TB, ctx context.Context, what, expr string) {
 	t.Helper()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingTimeout(2*time.Minute))); err != nil {
 		text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("main").innerText`))
@@ -144,6 +146,30 @@ func TestLab(t *testing.T) {
 		`document.querySelector(".verdict[data-lock=v6]")?.dataset.word === "ok" && Number(document.querySelector("#timeline").dataset.holds) === 300 && Number(document.querySelector("#timeline").dataset.overlaps) === 0`)
 	screenshot(t, ctx, "lab-3-v6")
 
+	// v2's run downloaded and opened again: its evidence drawn from the file.
+	v2run, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#runs tbody tr:last-child td").textContent`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "locklab-run-"+v2run+".json")
+	res, err := http.Get(url + "lab/api/runs/" + v2run + "?download")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil || res.StatusCode != http.StatusOK || res.Header.Get("Content-Disposition") == "" {
+		t.Fatalf("downloading run %s: %d %v %q", v2run, res.StatusCode, err, res.Header.Get("Content-Disposition"))
+	}
+	if err := os.WriteFile(file, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.SetUploadFiles("#open-run", []string{file})); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the downloaded v2 run opened from its file, violated, its overlaps drawn",
+		`document.querySelector("#run-status").textContent.includes("(file)") && document.querySelector(".verdict[data-lock=v2]")?.dataset.word === "violated" && Number(document.querySelector("#timeline").dataset.overlaps) > 0 && [...document.querySelectorAll("#runs td")].some((td) => td.textContent.startsWith("opened from"))`)
+
 	// The keyboard walks the holds: the first one's record shows.
 	if err := chromedp.Do(ctx, chromedp.Focus("#timeline")); err != nil {
 		t.Fatal(err)
@@ -173,6 +199,22 @@ func TestLab(t *testing.T) {
 			fmt.Sprintf(`document.querySelector('%s .observed')?.textContent === %q && Number(document.querySelector("#timeline").dataset.holds) >= 2`, sel, "✓ "+c.want))
 		screenshot(t, ctx, "lab-5-"+c.scenario)
 	}
+
+	// v7 under the nemesis for 10 s: the schedule's faults drawn on the
+	// timeline, and the checker's verdict, whatever it is for this seed.
+	waitFor(t, ctx, "the cell ended", `!document.querySelector("#start").disabled`)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
+		document.querySelector("#nemesis").checked = true;
+		document.querySelector("#seed").value = 1;
+		document.querySelector("#seconds").value = 10;
+		return true;
+	})()`)); err != nil {
+		t.Fatal(err)
+	}
+	startRun(t, ctx, "v7")
+	waitFor(t, ctx, "v7 under the nemesis judged, its faults on the timeline",
+		`/nemesis seed 1, [1-9][0-9]* faults/.test(document.querySelector("#run-status").textContent) && document.querySelector(".verdict[data-lock=v7]") && Number(document.querySelector("#timeline").dataset.marks) > 0`)
+	screenshot(t, ctx, "lab-6-nemesis")
 
 	if p := problems(); len(p) > 0 {
 		t.Errorf("the page logged errors:\n%s", strings.Join(p, "\n"))

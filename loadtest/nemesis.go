@@ -2,20 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/locklab/locklab/internal/checker"
-	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/loadtest"
 	"github.com/locklab/locklab/internal/scenario"
 )
-
-// nemesisRate is the load's rate when -rate is not given: steady, and low
-// enough that a 5 minute run fits each replica's history (-history 5000).
-const nemesisRate = 30
 
 // nemesisResult is one version's run under the nemesis.
 type nemesisResult struct {
@@ -46,7 +40,7 @@ func runNemesis(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	defer env.Close()
 	cfg := o.cfg
 	if cfg.Rate == 0 {
-		cfg.Rate = nemesisRate
+		cfg.Rate = scenario.NemesisRate
 	}
 	cfg.Requests = int(cfg.Rate*cfg.Duration.Seconds()) + 1
 	cfg.Stock = int64(cfg.Requests) // never sold out: every sale tests the lock
@@ -55,37 +49,19 @@ func runNemesis(ctx context.Context, o options, stdout, stderr io.Writer) int {
 	for _, f := range faults {
 		fmt.Fprintln(stderr, "  "+f.String())
 	}
-	slow := scenario.SlowSales(faults, cfg.Rate)
-	cfg.Hooks = func(n int64) string {
-		if d, ok := slow[n]; ok {
-			return "hold=" + d.String()
-		}
-		return ""
-	}
 	var results []loadtest.Result
 	var rows []nemesisResult
 	for _, lock := range o.locks {
-		if err := env.ClearLock(ctx, lock); err != nil { // each version starts with its lock free
-			fmt.Fprintln(stderr, "loadtest: -nemesis:", err)
-			return 1
-		}
 		start := time.Now()
-		nctx, cancel := context.WithCancel(ctx)
-		marks := make(chan error, 1)
-		var got []history.Mark
-		go func() {
-			var err error
-			got, err = env.Nemesis(nctx, start, faults, func(s string) { fmt.Fprintln(stderr, s) })
-			marks <- err
-		}()
-		res, err := loadtest.Run(ctx, cfg, lock)
+		var res loadtest.Result
+		got, err := env.UnderNemesis(ctx, lock, faults, cfg.Rate, func(s string) { fmt.Fprintln(stderr, s) },
+			func(ctx context.Context, hooks func(int64) string) (err error) {
+				cfg.Hooks = hooks
+				res, err = loadtest.Run(ctx, cfg, lock)
+				return err
+			})
 		if err != nil {
-			cancel()
-		}
-		nerr := <-marks // its schedule ends a lease before the load does
-		cancel()
-		if err != nil || nerr != nil {
-			fmt.Fprintf(stderr, "loadtest: -nemesis %s: %v\n", lock, errors.Join(err, nerr))
+			fmt.Fprintf(stderr, "loadtest: -nemesis %s: %v\n", lock, err)
 			return 1
 		}
 		res.Marks = got

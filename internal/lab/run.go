@@ -15,6 +15,7 @@ import (
 	"github.com/locklab/locklab/internal/checker"
 	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/loadtest"
+	"github.com/locklab/locklab/internal/scenario"
 	"github.com/locklab/locklab/internal/versions"
 )
 
@@ -26,7 +27,18 @@ type Settings struct {
 	Requests    int      `json:"requests"` // per version
 	Concurrency int      `json:"concurrency"`
 	Stock       int64    `json:"stock"`
+	// Nemesis runs each version for Seconds under the seeded schedule of
+	// faults Seed draws (the load test's -nemesis), at a steady rate:
+	// Requests and Stock then follow from Seconds. It needs the cells'
+	// cluster (make lab).
+	Nemesis bool   `json:"nemesis,omitempty"`
+	Seed    uint64 `json:"seed,omitempty"`
+	Seconds int    `json:"seconds,omitempty"`
 }
+
+// The nemesis's bounds: long enough for a few faults of a 1 s lease, short
+// enough to watch.
+const minNemesis, maxNemesis = 5, 120
 
 // validate says, in a sentence the page shows, what is wrong with s.
 func (s Settings) validate() error {
@@ -42,6 +54,10 @@ func (s Settings) validate() error {
 		return fmt.Errorf("concurrency %d: want 1-%d", s.Concurrency, MaxConcurrency)
 	case s.Stock < 0 || s.Stock > MaxStock:
 		return fmt.Errorf("stock %d: want 0-%d", s.Stock, MaxStock)
+	case s.Nemesis && (s.Seconds < minNemesis || s.Seconds > maxNemesis):
+		return fmt.Errorf("the nemesis for %d s: want %d-%d s", s.Seconds, minNemesis, maxNemesis)
+	case s.Nemesis && scenario.NemesisRate*s.Seconds*len(s.Locks) > MaxRequests:
+		return fmt.Errorf("the nemesis for %d s on %d version(s) sends %d requests: at most %d in all", s.Seconds, len(s.Locks), scenario.NemesisRate*s.Seconds*len(s.Locks), MaxRequests)
 	}
 	for i, lock := range s.Locks {
 		if !slices.Contains(names, lock) {
@@ -116,6 +132,7 @@ type run struct {
 	counts  []Counts
 	holds   []Hold
 	cfg     loadtest.Config
+	faults  []scenario.Fault // the nemesis's schedule, when it runs
 }
 
 // summary is a run's line in the table of runs.
@@ -125,6 +142,7 @@ type summary struct {
 	Started  time.Time         `json:"started"`
 	Ended    time.Time         `json:"ended,omitzero"`
 	Status   string            `json:"status"`
+	Faults   []scenario.Fault  `json:"faults,omitempty"`
 	Error    string            `json:"error,omitempty"`
 	Current  string            `json:"current,omitempty"`
 	Counts   []Counts          `json:"counts"`
@@ -140,7 +158,7 @@ type evidence struct {
 func (r *run) summary() summary {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return summary{ID: r.ID, Settings: r.settings, Started: r.started, Ended: r.ended, Status: r.status, Error: r.err,
+	return summary{ID: r.ID, Settings: r.settings, Started: r.started, Ended: r.ended, Status: r.status, Error: r.err, Faults: r.faults,
 		Current: r.current, Counts: slices.Clone(r.counts), Results: slices.Clone(r.results)}
 }
 
@@ -167,6 +185,10 @@ func (l *Lab) start(w http.ResponseWriter, req *http.Request) {
 	}
 	if err := s.validate(); err != nil {
 		writeError(w, http.StatusBadRequest, api.CodeBadRequest, err.Error())
+		return
+	}
+	if s.Nemesis && l.cfg.Cells == nil {
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "the nemesis needs a cluster to fault: start the lab with make lab")
 		return
 	}
 	r := &run{ID: history.RunID(), settings: s, started: time.Now(), status: "running"}
@@ -210,8 +232,23 @@ func (l *Lab) execute(ctx context.Context, r *run) {
 	cfg := loadtest.Config{URL: l.cfg.SaleURL, Requests: r.settings.Requests, Concurrency: r.settings.Concurrency,
 		Stock: r.settings.Stock, AdminToken: l.cfg.AdminToken, Wait: r.settings.Wait, Fence: r.settings.Fence,
 		Client: loadtest.NewClient(r.settings.Concurrency)}
+	var env scenario.Env
+	var faults []scenario.Fault
+	if r.settings.Nemesis { // a steady load for the duration, never sold out: every sale tests the lock
+		var err error
+		if env, err = l.env(ctx); err != nil {
+			r.mu.Lock()
+			r.status, r.err, r.ended = "failed", err.Error(), time.Now()
+			r.mu.Unlock()
+			return
+		}
+		cfg.Rate, cfg.Duration = scenario.NemesisRate, time.Duration(r.settings.Seconds)*time.Second
+		cfg.Requests = int(cfg.Rate*cfg.Duration.Seconds()) + 1
+		cfg.Stock = int64(cfg.Requests)
+		faults = env.Schedule(r.settings.Seed, cfg.Duration)
+	}
 	r.mu.Lock()
-	r.cfg = cfg
+	r.cfg, r.faults = cfg, faults
 	r.mu.Unlock()
 	status := "done"
 	for _, lock := range r.settings.Locks {
@@ -219,7 +256,21 @@ func (l *Lab) execute(ctx context.Context, r *run) {
 			status = "cancelled"
 			break
 		}
-		res, err := l.version(ctx, r, cfg, lock)
+		var res loadtest.Result
+		var err error
+		if r.settings.Nemesis {
+			var marks []history.Mark
+			marks, err = env.UnderNemesis(ctx, lock, faults, cfg.Rate, func(s string) { l.cfg.Log.Warn(s) },
+				func(ctx context.Context, hooks func(int64) string) (err error) {
+					c := cfg
+					c.Hooks = hooks
+					res, err = l.version(ctx, r, c, lock)
+					return err
+				})
+			res.Marks = marks
+		} else {
+			res, err = l.version(ctx, r, cfg, lock)
+		}
 		r.mu.Lock()
 		if res.Lock != "" {
 			r.results = append(r.results, res)

@@ -116,7 +116,7 @@ type Result struct {
 	Sales []history.Sale `json:"-"`
 	// Marks are the faults injected during the run (-nemesis), drawn on the
 	// timeline.
-	Marks []history.Mark `json:"-"`
+	Marks []history.Mark `json:"marks,omitempty"`
 
 	unknown int // requests with an unknown outcome, as tallied (plain runs too)
 }

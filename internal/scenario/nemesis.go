@@ -165,6 +165,48 @@ func (e Env) inject(ctx context.Context, f Fault) error {
 	return fmt.Errorf("no such fault %q", f.Kind)
 }
 
+// NemesisRate is the nemesis load's rate when none is given: steady, and
+// low enough that a 5 minute run fits each replica's history (-history 5000).
+const NemesisRate = 30
+
+// UnderNemesis runs one version's load while faults hit e, from a free
+// lock: load sends it, at rate requests a second, with hooks that make the
+// schedule's slow holders (SlowSales: "hold=D" for their request numbers);
+// the schedule starts with it, and the faults' marks are returned once both
+// have ended (the schedule ends a lease before the load does). The load
+// command and the lab both run the nemesis through it.
+func (e Env) UnderNemesis(ctx context.Context, lock string, faults []Fault, rate float64, log func(string),
+	load func(ctx context.Context, hooks func(n int64) string) error) ([]history.Mark, error) {
+	if err := e.ClearLock(ctx, lock); err != nil {
+		return nil, err
+	}
+	slow := SlowSales(faults, rate)
+	hooks := func(n int64) string {
+		if d, ok := slow[n]; ok {
+			return "hold=" + d.String()
+		}
+		return ""
+	}
+	start := time.Now()
+	nctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type done struct {
+		marks []history.Mark
+		err   error
+	}
+	schedule := make(chan done, 1)
+	go func() {
+		m, err := e.Nemesis(nctx, start, faults, log)
+		schedule <- done{m, err}
+	}()
+	err := load(ctx, hooks)
+	if err != nil {
+		cancel() // the load failed: heal and stop the schedule now
+	}
+	d := <-schedule
+	return d.marks, errors.Join(err, d.err)
+}
+
 // SlowSales maps the load's request numbers to a hold, for a load at rate
 // requests per second: the request due at each slow-holder fault's time
 // (rounded down to the schedule's) holds the lock for its For.

@@ -37,6 +37,7 @@ async function init() {
   for (const w of state.config.waits) $("#wait").append(el("option", { value: w, text: w }));
   $("#token-field").hidden = !state.config.token_required;
   $("#form").addEventListener("submit", start);
+  $("#open-run").addEventListener("change", (e) => openRun(e.target.files[0]).catch(showError));
   $("#stop").addEventListener("click", () => api("DELETE", "/lab/api/runs/current").catch(showError));
   const canvas = $("#timeline");
   canvas.addEventListener("mousemove", (e) => hover(e.offsetX, e.offsetY));
@@ -80,6 +81,7 @@ async function loadMatrix() {
     }))));
   if (!m.available) {
     $("#faults-hint").append(el("b", { text: " This lab has no cluster to fault: start it with make lab." }));
+    for (const f of document.querySelectorAll("#nemesis-field input")) f.disabled = true;
     $("#matrix-details").open = false; // what each version is expected to do, still there to read
   }
   state.dirty = true;
@@ -196,10 +198,25 @@ async function start(e) {
     locks, wait: $("#wait").value, fence: $("#fence").checked,
     requests: Number($("#requests").value), concurrency: Number($("#concurrency").value), stock: Number($("#stock").value),
   };
+  if ($("#nemesis").checked) Object.assign(settings, { nemesis: true, seed: Number($("#seed").value), seconds: Number($("#seconds").value) });
   try {
     const run = await api("POST", "/lab/api/runs", settings);
     adopt(run);
   } catch (err) { showError(err); }
+}
+
+// openRun shows a run downloaded earlier (its JSON file) as if it had just
+// ended: its timeline, verdicts and row, marked as opened from a file.
+async function openRun(file) {
+  if (!file) return;
+  clearError();
+  let run;
+  try { run = JSON.parse(await file.text()); } catch (err) { throw new Error(file.name + " is not JSON: " + err.message); }
+  if (!run || typeof run.id !== "string" || !Array.isArray(run.results) || !Array.isArray(run.holds)) {
+    throw new Error(file.name + " is not a run of the lab (it wants id, results and holds)");
+  }
+  adopt(Object.assign(run, { id: run.id + " (file)", file: file.name }));
+  $("#live-panel").scrollIntoView({ behavior: "smooth", block: "start" });
 }
 
 // adopt makes run (a summary or a whole run) the one the live panel shows.
@@ -299,7 +316,8 @@ function drawRun() {
   const running = r && r.status === "running";
   $("#start").disabled = running;
   $("#stop").disabled = !running;
-  $("#run-status").textContent = r ? "· run " + r.id + " · " + r.status + (r.current ? " · " + r.current : "") + (r.error ? " · " + r.error : "") : "";
+  const nemesis = r && r.settings && r.settings.nemesis ? " · nemesis seed " + r.settings.seed + ", " + (r.faults ? r.faults.length + " faults" : "drawing its faults") : "";
+  $("#run-status").textContent = r ? "· run " + r.id + " · " + r.status + (r.current ? " · " + r.current : "") + nemesis + (r.error ? " · " + r.error : "") : "";
   const stock = r && r.settings ? r.settings.stock : 0;
   $("#gauges").replaceChildren(...((r && r.counts) || []).map((c) => {
     const left = c.remaining >= 0 ? c.remaining : stock;
@@ -371,13 +389,15 @@ function drawTimeline(r) {
   g.fillStyle = "#5b6673";
   lanes.forEach((name, i) => g.fillText(name, 6, top + i * laneH + laneH / 2 + 4));
   const { overlap, lost } = marks(r || { holds: [] });
+  // The faults' moments: a cell's, or each version's under the nemesis.
+  const faultMarks = (r && (r.marks || (r.results || []).flatMap((x) => x.marks || []))) || [];
   canvas.dataset.holds = holds.length;
   canvas.dataset.overlaps = overlap.size;
   canvas.dataset.lost = lost.size;
   if (!holds.length) return;
   let t0 = Infinity, t1 = -Infinity;
   for (const x of holds) { t0 = Math.min(t0, x.from); t1 = Math.max(t1, x.to); }
-  for (const m of (r && r.marks) || []) { const t = new Date(m.at).getTime() * 1000; t0 = Math.min(t0, t); t1 = Math.max(t1, t); }
+  for (const m of faultMarks) { const t = new Date(m.at).getTime() * 1000; t0 = Math.min(t0, t); t1 = Math.max(t1, t); }
   const span = Math.max(1, t1 - t0), width = w - left - 8;
   const X = (t) => left + ((t - t0) / span) * width;
   const hatch = hatchPattern(g);
@@ -397,7 +417,7 @@ function drawTimeline(r) {
   // The faults' moments: a dashed line each, labelled.
   g.strokeStyle = "#1d232b"; g.lineWidth = 1; g.setLineDash([4, 3]);
   let labelY = top + 10;
-  for (const m of (r && r.marks) || []) {
+  for (const m of faultMarks) {
     const x = X(new Date(m.at).getTime() * 1000);
     g.beginPath(); g.moveTo(x, top); g.lineTo(x, h - 16); g.stroke();
     g.fillStyle = "#1d232b";
@@ -405,7 +425,7 @@ function drawTimeline(r) {
     labelY = labelY > h - 40 ? top + 10 : labelY + 13;
   }
   g.setLineDash([]);
-  canvas.dataset.marks = ((r && r.marks) || []).length;
+  canvas.dataset.marks = faultMarks.length;
 }
 
 let hatchCache = null;
@@ -471,8 +491,9 @@ function drawRuns() {
         el("td", { className: bad(res.lost_updates), text: res.history_checked ? res.lost_updates : "-" }),
         el("td", { className: res.linearizability === "violated" ? "bad" : "", text: res.linearizability || "-" }),
         el("td", { text: Math.round(res.sales_per_sec) }),
-        el("td", {}, el("a", { href: "/lab/api/runs/" + r.id + "/report", text: "report" }), " ",
-          el("a", { href: "/lab/api/runs/" + r.id + "?download", text: "json" }))));
+        el("td", {}, ...(r.file ? [el("span", { text: "opened from " + r.file })] : [
+          el("a", { href: "/lab/api/runs/" + r.id + "/report", text: "report" }), " ",
+          el("a", { href: "/lab/api/runs/" + r.id + "?download", text: "json" })]))));
     }
   }
   $("#runs tbody").replaceChildren(...rows);
