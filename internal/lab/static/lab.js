@@ -5,7 +5,14 @@
 "use strict";
 
 const $ = (sel) => document.querySelector(sel);
-const state = { config: null, stack: [], runs: [], current: null, dirty: true, hits: [] };
+const state = { config: null, stack: [], runs: [], current: null, dirty: new Set(["stack", "run", "runs", "matrix"]), hits: [] };
+
+// touch marks parts of the page to draw again at the next frame (none
+// named: all): only what changed is redrawn, so following a run live costs
+// the timeline and the counters, not the whole page's layout.
+function touch(...parts) {
+  for (const p of parts.length ? parts : ["stack", "run", "runs", "matrix"]) state.dirty.add(p);
+}
 
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
@@ -54,7 +61,7 @@ async function init() {
     showTip(h, h[1] + 2, (h[2] + h[3]) / 2);
   });
   canvas.addEventListener("blur", () => { $("#tip").hidden = true; state.focusHold = undefined; });
-  window.addEventListener("resize", () => (state.dirty = true));
+  window.addEventListener("resize", () => touch("run"));
   buildLessons();
   listen();
   loadMatrix().catch(showError);
@@ -84,7 +91,7 @@ async function loadMatrix() {
     for (const f of document.querySelectorAll("#nemesis-field input")) f.disabled = true;
     $("#matrix-details").open = false; // what each version is expected to do, still there to read
   }
-  state.dirty = true;
+  touch("matrix");
 }
 
 // The lessons: a tab per version in the tutorial's order (arrow keys move
@@ -143,7 +150,7 @@ async function showLesson(i) {
   if (v.not_copied) facts.append(el("dt", { text: "Not copied" }), el("dd", { text: v.not_copied }));
   const code = el("div", { className: "code" }, el("p", { className: "why", text: "loading its code..." }));
   $("#lesson").replaceChildren(el("h3", { text: v.name + ": " + v.guard }), facts, buttons, code);
-  state.dirty = true;
+  touch("matrix");
   try {
     state.code = state.code || {};
     const files = state.code[v.name] || (state.code[v.name] = (await api("GET", "/lab/api/code/" + v.name)).files);
@@ -180,7 +187,7 @@ async function runCell(scenario, lock) {
 function showCell(c) {
   state.current = { id: "cell " + c.scenario + " · " + c.lock, status: c.status, holds: c.holds || [], marks: c.marks || [],
     results: [], counts: [], cell: c, error: c.error };
-  state.dirty = true;
+  touch("run", "matrix");
 }
 
 // showError says what went wrong by the form, and by the lesson's buttons.
@@ -226,7 +233,7 @@ function adopt(run) {
   Object.assign(r, run, { holds: run.holds || r.holds || [] });
   if (!known) state.runs.push(r);
   state.current = r;
-  state.dirty = true;
+  touch();
   return r;
 }
 
@@ -238,9 +245,9 @@ function listen() {
     for (const r of snap.runs || []) adoptQuiet(r);
     if (snap.running) adopt(snap.running);
     else if (!state.current && state.runs.length) state.current = state.runs[state.runs.length - 1];
-    state.dirty = true;
+    touch();
   });
-  es.addEventListener("stack", (e) => { state.stack = JSON.parse(e.data); state.dirty = true; });
+  es.addEventListener("stack", (e) => { state.stack = JSON.parse(e.data); touch("stack"); });
   es.addEventListener("progress", (e) => {
     const p = JSON.parse(e.data);
     const r = runById(p.run);
@@ -250,21 +257,21 @@ function listen() {
     if (i < 0) r.counts.push(p.counts); else r.counts[i] = p.counts;
     r.current = p.counts.lock;
     for (const h of p.holds || []) r.holds.push(h);
-    state.dirty = true;
+    touch("run");
   });
   es.addEventListener("holds", (e) => {
     const p = JSON.parse(e.data);
     const r = runById(p.run);
     if (!r) return;
     r.holds = r.holds.filter((h) => h.lock !== p.lock).concat(p.holds);
-    state.dirty = true;
+    touch("run");
   });
   es.addEventListener("result", (e) => {
     const p = JSON.parse(e.data), res = p.result;
     const r = runById(p.run);
     if (!res.lock) return;
     r.results = (r.results || []).filter((x) => !(x.lock === res.lock && x.wait === res.wait)).concat([res]);
-    state.dirty = true;
+    touch("run", "runs");
   });
   es.addEventListener("end", (e) => { adopt(JSON.parse(e.data)); });
   es.addEventListener("cell", (e) => {
@@ -272,7 +279,7 @@ function listen() {
     if (!state.cells) return;
     state.cells[c.scenario + "/" + c.lock] = c;
     if (!state.current || state.current.cell || c.status === "running") showCell(c);
-    state.dirty = true;
+    touch("run", "matrix");
   });
 }
 
@@ -289,12 +296,13 @@ function runById(id) {
 }
 
 function frame() {
-  if (state.dirty) {
-    state.dirty = false;
-    drawStack();
-    drawRun();
-    drawRuns();
-    drawMatrix();
+  const d = state.dirty;
+  if (d.size) {
+    state.dirty = new Set();
+    if (d.has("stack")) drawStack();
+    if (d.has("run")) drawRun();
+    if (d.has("runs")) drawRuns();
+    if (d.has("matrix")) drawMatrix();
   }
   requestAnimationFrame(frame);
 }
