@@ -12,13 +12,16 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // browser starts Debian's chromium, headless, for the test; its console
@@ -125,7 +128,9 @@ func waitFor(t testing.TB, ctx context.Context, what, expr string) {
 func TestLab(t *testing.T) {
 	bin := clusterBin(t)
 	port := redistest.FreePort(t)
-	up(t, bin, port, t.TempDir(), "INVENTORY_CHAOS=true", "INVENTORY_TTL=1s", "INVENTORY_ACQUIRE_TIMEOUT=5s")
+	c := up(t, bin, port, t.TempDir(), "INVENTORY_CHAOS=true", "INVENTORY_TTL=1s", "INVENTORY_ACQUIRE_TIMEOUT=5s")
+	rdb := redis.NewClient(&redis.Options{Addr: c.State.StockNode().Addr, Password: c.State.RedisPassword})
+	defer rdb.Close()
 	ctx, problems := browser(t)
 	url := fmt.Sprintf("http://localhost:%d/", port)
 	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
@@ -216,7 +221,96 @@ func TestLab(t *testing.T) {
 		`/nemesis seed 1, [1-9][0-9]* faults/.test(document.querySelector("#run-status").textContent) && document.querySelector(".verdict[data-lock=v7]") && Number(document.querySelector("#timeline").dataset.marks) > 0`)
 	screenshot(t, ctx, "lab-6-nemesis")
 
+	// Stopped from the page in the middle of a fault: pause-holder for v8
+	// freezes the replica that holds the lock; Stop heals it (every node up
+	// again) and no lock is left held.
+	waitFor(t, ctx, "the nemesis run ended", `!document.querySelector("#start").disabled`)
+	if err := chromedp.Do(ctx, chromedp.Click(`#matrix td[data-cell="pause-holder/v8"] button`, chromedp.NodeEnabled)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "a replica frozen by the cell", `document.querySelector("#stack .node[data-state=frozen]") !== null`)
+	t.Log("pause-holder for v8: a replica frozen; stopping it from the page")
+	if err := chromedp.Do(ctx, chromedp.Click("#stop", chromedp.NodeEnabled)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the cell stopped, every node up again", `!document.querySelector("#start").disabled && !document.querySelector("#stack .node:not([data-state=up])")`)
+	lockFree := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); rdb.Exists(context.Background(), c.State.LockKey).Val() != 0; {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the lock %s is still held 10 s later", what, c.State.LockKey)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	lockFree("pause-holder stopped from the page")
+	t.Log("pause-holder stopped: every node up, no lock held")
 	if p := problems(); len(p) > 0 {
 		t.Errorf("the page logged errors:\n%s", strings.Join(p, "\n"))
 	}
+
+	// The lab itself stopped (SIGTERM) in the middle of a run of v3, whose
+	// lock has no expiry: the lab stops its load, each sale in flight ends
+	// and releases, and no lock is left; every unit the stock lost was
+	// written by a sale of the run, as the replicas' histories say.
+	since := time.Now()
+	const stock = 5000 // the run sets it first
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => {
+		for (const b of document.querySelectorAll("input[name=lock]")) b.checked = b.value === "v3";
+		document.querySelector("#nemesis").checked = false;
+		document.querySelector("#requests").value = 5000;
+		document.querySelector("#stock").value = 5000; // stock, above
+		return true;
+	})()`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click("#start", chromedp.NodeEnabled)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "v3's run under way", `state.current && state.current.status === "running" && state.current.holds.length > 100`)
+	run, err := chromedp.Run(ctx, chromedp.Evaluate[string](`state.current.holds[0].id.split("-")[0]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("v3's run under way: SIGTERM to the lab")
+	if err := syscall.Kill(c.State.Lab.Pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); !gone(c.State.Lab.Pid); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the lab did not exit within 15 s of SIGTERM")
+		}
+	}
+	t.Log("the lab exited")
+	lockFree("the lab stopped mid-run")
+	written := 0
+	for _, r := range c.State.Replicas {
+		sales, err := history.Fetch(context.Background(), http.DefaultClient, "http://"+r.Addr+"/history", c.State.AdminToken, since, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range sales {
+			if !s.Written.At.IsZero() {
+				written++
+			}
+		}
+	}
+	after, err := rdb.Get(context.Background(), c.State.StockKey).Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the lab stopped mid-run of v3: the stock went %d -> %d, %d sales wrote it", stock, after, written)
+	if written == 0 || stock-after != int64(written) {
+		t.Errorf("the stock went %d -> %d, but %d sales wrote it", stock, after, written)
+	}
+}
+
+// gone reports whether pid has exited (or is a zombie nobody reaped).
+func gone(pid int) bool {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	_, rest, _ := strings.Cut(string(raw), ") ")
+	return strings.HasPrefix(rest, "Z")
 }
