@@ -221,19 +221,35 @@ func TestLab(t *testing.T) {
 		`/nemesis seed 1, [1-9][0-9]* faults/.test(document.querySelector("#run-status").textContent) && document.querySelector(".verdict[data-lock=v7]") && Number(document.querySelector("#timeline").dataset.marks) > 0`)
 	screenshot(t, ctx, "lab-6-nemesis")
 
-	// Stopped from the page in the middle of a fault: pause-holder for v8
-	// freezes the replica that holds the lock; Stop heals it (every node up
-	// again) and no lock is left held.
+	// Stopped in the middle of a fault: pause-holder for v8 makes the
+	// replica that holds the lock stop itself (SIGSTOP) for about a lease.
+	// The stop is sent the moment the kernel says the process is stopped
+	// (the page's health probe, once a second, can miss so short a freeze:
+	// CI on ecda917), through the page's own API call; it heals the fault
+	// (every replica runs again, as the page shows) and no lock is left.
 	waitFor(t, ctx, "the nemesis run ended", `!document.querySelector("#start").disabled`)
-	if err := chromedp.Do(ctx, chromedp.Click(`#matrix td[data-cell="pause-holder/v8"] button`, chromedp.NodeEnabled)); err != nil {
+	frozen := c.State.Replicas[0] // the scenario's holder
+	if status := labCall(t, http.MethodPost, url+"lab/api/cells", `{"scenario":"pause-holder","lock":"v8"}`); status != http.StatusAccepted {
+		t.Fatalf("starting pause-holder for v8: %d", status)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !stopped(frozen.Pid); time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never stopped itself in pause-holder", frozen.Name)
+		}
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(fetch("/lab/api/runs/current", { method: "DELETE" }), true)`)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, ctx, "a replica frozen by the cell", `document.querySelector("#stack .node[data-state=frozen]") !== null`)
-	t.Log("pause-holder for v8: a replica frozen; stopping it from the page")
-	if err := chromedp.Do(ctx, chromedp.Click("#stop", chromedp.NodeEnabled)); err != nil {
-		t.Fatal(err)
+	t.Logf("pause-holder for v8: %s stopped (SIGSTOP); stop sent from the page", frozen.Name)
+	waitFor(t, ctx, "the cell stopped, every node up again", `!document.querySelector("#start").disabled && !document.querySelector("#stack .node:not([data-state=up])") && document.querySelector('#matrix td[data-cell="pause-holder/v8"] .observed').textContent !== "running..."`)
+	for _, r := range c.State.Replicas {
+		if stopped(r.Pid) {
+			t.Errorf("%s is still stopped after the cell was stopped", r.Name)
+		}
 	}
-	waitFor(t, ctx, "the cell stopped, every node up again", `!document.querySelector("#start").disabled && !document.querySelector("#stack .node:not([data-state=up])")`)
+	if cellErr, err := chromedp.Run(ctx, chromedp.Evaluate[string](`state.cells["pause-holder/v8"].error || ""`)); err != nil || !strings.Contains(cellErr, "canceled") {
+		t.Errorf("pause-holder for v8 ended with %q (%v): want it cancelled by the stop, in the middle of its fault", cellErr, err)
+	}
 	lockFree := func(what string) {
 		t.Helper()
 		for deadline := time.Now().Add(10 * time.Second); rdb.Exists(context.Background(), c.State.LockKey).Val() != 0; {
@@ -243,7 +259,7 @@ func TestLab(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	lockFree("pause-holder stopped from the page")
+	lockFree("pause-holder stopped")
 	t.Log("pause-holder stopped: every node up, no lock held")
 	if p := problems(); len(p) > 0 {
 		t.Errorf("the page logged errors:\n%s", strings.Join(p, "\n"))
@@ -307,10 +323,42 @@ func TestLab(t *testing.T) {
 
 // gone reports whether pid has exited (or is a zombie nobody reaped).
 func gone(pid int) bool {
+	state, ok := procState(pid)
+	return !ok || state == 'Z'
+}
+
+// stopped reports whether pid is stopped by a signal (SIGSTOP).
+func stopped(pid int) bool {
+	state, ok := procState(pid)
+	return ok && state == 'T'
+}
+
+// procState is pid's state letter in /proc/PID/stat; false once it is gone.
+func procState(pid int) (byte, bool) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return true
+		return 0, false
 	}
 	_, rest, _ := strings.Cut(string(raw), ") ")
-	return strings.HasPrefix(rest, "Z")
+	if rest == "" {
+		return 0, false
+	}
+	return rest[0], true
+}
+
+// labCall sends one request to the lab's API, as a script would (no Origin),
+// and returns its status.
+func labCall(t testing.TB, method, url, body string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	return res.StatusCode
 }
