@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -36,15 +35,7 @@ func TestComposeLab(t *testing.T) {
 	}
 	waitFor(t, ctx, "the nemesis offered only where there is a cluster to fault", `document.querySelector("#nemesis").disabled`)
 	screenshot(t, ctx, "compose-lab-1-start")
-	startRun(t, ctx, "v2")
-	waitFor(t, ctx, "v2 judged violated, with overlapping holds drawn",
-		`document.querySelector(".verdict[data-lock=v2]")?.dataset.word === "violated" && Number(document.querySelector("#timeline").dataset.overlaps) > 0`)
-	screenshot(t, ctx, "compose-lab-2-v2")
-	waitFor(t, ctx, "the run ended", `!document.querySelector("#start").disabled`)
-	startRun(t, ctx, "v6")
-	waitFor(t, ctx, "v6 judged ok, with no overlapping hold",
-		fmt.Sprintf(`document.querySelector(".verdict[data-lock=v6]")?.dataset.word === "ok" && Number(document.querySelector("#timeline").dataset.holds) === %d && Number(document.querySelector("#timeline").dataset.overlaps) === 0`, 300))
-	screenshot(t, ctx, "compose-lab-3-v6")
+	v2ThenV6(t, ctx, "compose-lab")
 	if p := problems(); len(p) > 0 {
 		t.Errorf("the page logged errors:\n%s", strings.Join(p, "\n"))
 	}

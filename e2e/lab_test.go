@@ -119,6 +119,22 @@ func waitFor(t testing.TB, ctx context.Context, what, expr string) {
 	}
 }
 
+// v2ThenV6 runs v2 from the page and sees it judged "violated" with red
+// overlapping holds drawn, then v6 "ok" with 300 holds and none
+// overlapping; name prefixes the screenshots (name-2-v2, name-3-v6).
+func v2ThenV6(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	startRun(t, ctx, "v2")
+	waitFor(t, ctx, "v2 judged violated, with overlapping holds drawn",
+		`document.querySelector(".verdict[data-lock=v2]")?.dataset.word === "violated" && Number(document.querySelector("#timeline").dataset.overlaps) > 0`)
+	screenshot(t, ctx, name+"-2-v2")
+	waitFor(t, ctx, "the run ended", `!document.querySelector("#start").disabled`)
+	startRun(t, ctx, "v6")
+	waitFor(t, ctx, "v6 judged ok, with no overlapping hold",
+		`document.querySelector(".verdict[data-lock=v6]")?.dataset.word === "ok" && Number(document.querySelector("#timeline").dataset.holds) === 300 && Number(document.querySelector("#timeline").dataset.overlaps) === 0`)
+	screenshot(t, ctx, name+"-3-v6")
+}
+
 // The lab in a real browser, through nginx on the local cluster as make lab
 // starts it (fault hooks on, a 1 s lease): the page loads with the stack up;
 // v2 run from the page ends "violated", with red overlapping holds in its
@@ -139,17 +155,7 @@ func TestLab(t *testing.T) {
 	waitFor(t, ctx, "the stack shown up", `document.querySelectorAll("#stack .node[data-state=up]").length >= 3 && !document.querySelector("#stack .node:not([data-state=up])")`)
 	waitFor(t, ctx, "the versions listed", `document.querySelectorAll("input[name=lock]").length >= 10`)
 	screenshot(t, ctx, "lab-1-start")
-
-	startRun(t, ctx, "v2")
-	waitFor(t, ctx, "v2 judged violated, with overlapping holds drawn",
-		`document.querySelector(".verdict[data-lock=v2]")?.dataset.word === "violated" && Number(document.querySelector("#timeline").dataset.overlaps) > 0`)
-	screenshot(t, ctx, "lab-2-v2")
-
-	waitFor(t, ctx, "the run ended", `!document.querySelector("#start").disabled`)
-	startRun(t, ctx, "v6")
-	waitFor(t, ctx, "v6 judged ok, with no overlapping hold",
-		`document.querySelector(".verdict[data-lock=v6]")?.dataset.word === "ok" && Number(document.querySelector("#timeline").dataset.holds) === 300 && Number(document.querySelector("#timeline").dataset.overlaps) === 0`)
-	screenshot(t, ctx, "lab-3-v6")
+	v2ThenV6(t, ctx, "lab")
 
 	// v2's run downloaded and opened again: its evidence drawn from the file.
 	v2run, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#runs tbody tr:last-child td").textContent`))

@@ -141,18 +141,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 func (c config) reach() string { return cmp.Or(c.Published, c.Bind) }
 
 // loopback reports whether only this machine reaches the service.
-func (c config) loopback() bool { return isLoopback(c.reach()) }
-
-func isLoopback(addr string) bool {
-	ip := parseIP(addr)
-	return addr == "localhost" || ip != nil && ip.IsLoopback()
-}
-
-// parseIP reads an IP address, IPv6 with or without brackets (Compose's
-// BIND=[::1]); nil if it is none.
-func parseIP(addr string) net.IP {
-	return net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]"))
-}
+func (c config) loopback() bool { return cli.Loopback(c.reach()) }
 
 func (c config) validate() error {
 	switch {
@@ -186,7 +175,7 @@ func (c config) validate() error {
 		return errors.New("-name: want a replica name")
 	case net.ParseIP(c.Bind) == nil && c.Bind != "localhost":
 		return fmt.Errorf("-bind %q: want an IP address (127.0.0.1, ::1, 0.0.0.0) or localhost", c.Bind)
-	case c.Published != "" && parseIP(c.Published) == nil && c.Published != "localhost":
+	case c.Published != "" && !cli.Address(c.Published):
 		return fmt.Errorf("-published %q: want an IP address (127.0.0.1, 0.0.0.0, ::1) or localhost", c.Published)
 	case c.AdminToken == "" && c.Published != "" && !c.loopback() && !c.AdminOpen:
 		return fmt.Errorf("the stack publishes its port on %s (BIND), beyond this machine, and no admin token is set: "+

@@ -86,12 +86,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		return usage(stderr, "-listen %q: %v", *listen, err)
 	}
 	reach := cmp.Or(*published, host)
-	if ip := net.ParseIP(strings.Trim(reach, "[]")); *published != "" && ip == nil && reach != "localhost" {
+	if *published != "" && !cli.Address(*published) {
 		return usage(stderr, "-published %q: want an IP address (127.0.0.1, 0.0.0.0, ::1) or localhost", *published)
 	}
 	// Beyond loopback, starting a run is the admin's: the lab's own token,
 	// or else the service's admin token, which the page then asks for.
-	if ip := net.ParseIP(strings.Trim(reach, "[]")); reach != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	if !cli.Loopback(reach) {
 		cfg.Token = cmp.Or(cfg.Token, cfg.AdminToken)
 		if cfg.Token == "" {
 			return usage(stderr, "the lab is reached beyond loopback (%s): set %s or %s (ADMIN_TOKEN in the Compose stack), the token the page asks for before it starts or stops a run", reach, tokenEnv, adminTokenEnv)

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -67,6 +68,22 @@ func UsageError(stderr io.Writer, command, format string, args ...any) error {
 	err := fmt.Errorf(format, args...)
 	fmt.Fprintln(stderr, command+":", err)
 	return err
+}
+
+// Address reports whether addr names a host the commands can listen on or
+// be reached at: an IP address (IPv6 with or without brackets, as Compose's
+// BIND may write it) or localhost.
+func Address(addr string) bool { return addr == "localhost" || parseIP(addr) != nil }
+
+// Loopback reports whether addr is localhost or a loopback address: only
+// this machine reaches it.
+func Loopback(addr string) bool {
+	ip := parseIP(addr)
+	return addr == "localhost" || ip != nil && ip.IsLoopback()
+}
+
+func parseIP(addr string) net.IP {
+	return net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]"))
 }
 
 // Probe is the healthcheck of an image that has no curl: one GET of url,
