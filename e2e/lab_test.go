@@ -243,18 +243,18 @@ func TestLab(t *testing.T) {
 			t.Fatalf("%s never stopped itself in pause-holder", frozen.Name)
 		}
 	}
-	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(fetch("/lab/api/runs/current", { method: "DELETE" }), true)`)); err != nil {
-		t.Fatal(err)
+	// 202: the stop reached the cell while it ran (409 says nothing ran).
+	status, err := chromedp.Run(ctx, chromedp.Evaluate[int](`fetch("/lab/api/runs/current", { method: "DELETE" }).then((r) => r.status)`,
+		chromedp.EvalAwaitPromise))
+	if err != nil || status != http.StatusAccepted {
+		t.Fatalf("the stop sent from the page, with %s stopped: %d (%v), want 202 while the cell runs", frozen.Name, status, err)
 	}
-	t.Logf("pause-holder for v8: %s stopped (SIGSTOP); stop sent from the page", frozen.Name)
+	t.Logf("pause-holder for v8: %s stopped (SIGSTOP); the stop sent from the page reached the running cell", frozen.Name)
 	waitFor(t, ctx, "the cell stopped, every node up again", `!document.querySelector("#start").disabled && !document.querySelector("#stack .node:not([data-state=up])") && document.querySelector('#matrix td[data-cell="pause-holder/v8"] .observed').textContent !== "running..."`)
 	for _, r := range c.State.Replicas {
 		if stopped(r.Pid) {
 			t.Errorf("%s is still stopped after the cell was stopped", r.Name)
 		}
-	}
-	if cellErr, err := chromedp.Run(ctx, chromedp.Evaluate[string](`state.cells["pause-holder/v8"].error || ""`)); err != nil || !strings.Contains(cellErr, "canceled") {
-		t.Errorf("pause-holder for v8 ended with %q (%v): want it cancelled by the stop, in the middle of its fault", cellErr, err)
 	}
 	lockFree := func(what string) {
 		t.Helper()
