@@ -77,6 +77,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	}
 	if *runDir != "" {
 		cfg.Cells = localCells(*runDir, cfg.SaleURL, cfg.AdminToken)
+		cfg.FixByHand = localFix(*runDir)
 	}
 	if len(cfg.Replicas) == 0 {
 		return usage(stderr, "-replicas: want at least one name")
@@ -136,6 +137,26 @@ func localCells(dir, saleURL, adminToken string) func(context.Context) (scenario
 		env, err := scenario.Local(c, h, cmp.Or(adminToken, c.State.AdminToken))
 		env.URL = saleURL
 		return env, err
+	}
+}
+
+// localFix says how to put right by hand, on the local cluster in dir, a
+// fault a cell or the nemesis could not undo. A fresh cluster always does;
+// a frozen process and the fault proxies have a lighter fix.
+func localFix(dir string) func(*scenario.NotUndone) string {
+	const fresh = "make down, then make lab: a fresh cluster (the logs stay in the run directory)"
+	return func(n *scenario.NotUndone) string {
+		switch n.Left {
+		case scenario.LeftFrozen:
+			return "make status shows " + n.Node + "'s pid: kill -CONT <pid> resumes it; if it shows it down, " + fresh
+		case scenario.LeftCutOff, scenario.LeftDelayed, scenario.LeftDisconnected:
+			api := "127.0.0.1:8474"
+			if c, err := cluster.Load(dir); err == nil && c.State.Toxiproxy != nil {
+				api = c.State.Toxiproxy.Addr
+			}
+			return "curl -X POST http://" + api + "/reset enables every fault proxy and removes every toxic; or " + fresh
+		}
+		return fresh
 	}
 }
 

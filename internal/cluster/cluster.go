@@ -332,7 +332,11 @@ func (c *Cluster) restart(ctx context.Context, p *Proc, extra ...string) error {
 			return c.save()
 		}
 		if p.alive() || time.Now().After(deadline) {
-			return fmt.Errorf("cluster: %s did not come back: %w", p.Name, err)
+			// Running but not answering is still running: the state must
+			// know its pid, or down would leave it behind.
+			c.restarting.Lock()
+			defer c.restarting.Unlock()
+			return errors.Join(fmt.Errorf("cluster: %s did not come back: %w", p.Name, err), c.save())
 		}
 	}
 }

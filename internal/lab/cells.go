@@ -26,7 +26,8 @@ type CellResult struct {
 	Evidence string         `json:"evidence,omitempty"`
 	OK       bool           `json:"ok"`
 	Error    string         `json:"error,omitempty"`
-	Status   string         `json:"status"` // running, done, failed
+	Fixes    []Fix          `json:"fixes,omitempty"` // faults it could not undo
+	Status   string         `json:"status"`          // running, done, failed
 	Started  time.Time      `json:"started"`
 	Ended    time.Time      `json:"ended,omitzero"`
 	Holds    []Hold         `json:"holds,omitempty"`
@@ -138,7 +139,7 @@ func (l *Lab) execCell(ctx context.Context, s scenario.Scenario, res CellResult)
 	defer cancel()
 	c, err := s.Run(ctx, env, res.Lock)
 	if err != nil {
-		res.Status, res.Error = "failed", err.Error()
+		res.Status, res.Error, res.Fixes = "failed", err.Error(), l.fixes(err)
 		return res
 	}
 	res.Status, res.Observed, res.Detail, res.Evidence, res.OK, res.Marks = "done", c.Observed, c.Detail, c.Evidence, c.OK(), c.Marks

@@ -127,6 +127,7 @@ type run struct {
 	ended   time.Time
 	status  string // running, done, failed, cancelled
 	err     string
+	fixes   []Fix  // faults the nemesis could not undo
 	current string // the version running now
 	results []loadtest.Result
 	counts  []Counts
@@ -144,6 +145,7 @@ type summary struct {
 	Status   string            `json:"status"`
 	Faults   []scenario.Fault  `json:"faults,omitempty"`
 	Error    string            `json:"error,omitempty"`
+	Fixes    []Fix             `json:"fixes,omitempty"`
 	Current  string            `json:"current,omitempty"`
 	Counts   []Counts          `json:"counts"`
 	Results  []loadtest.Result `json:"results"`
@@ -158,7 +160,7 @@ type evidence struct {
 func (r *run) summary() summary {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return summary{ID: r.ID, Settings: r.settings, Started: r.started, Ended: r.ended, Status: r.status, Error: r.err, Faults: r.faults,
+	return summary{ID: r.ID, Settings: r.settings, Started: r.started, Ended: r.ended, Status: r.status, Error: r.err, Fixes: r.fixes, Faults: r.faults,
 		Current: r.current, Counts: slices.Clone(r.counts), Results: slices.Clone(r.results)}
 }
 
@@ -275,6 +277,7 @@ func (l *Lab) execute(ctx context.Context, r *run) {
 		if res.Lock != "" {
 			r.results = append(r.results, res)
 		}
+		r.fixes = append(r.fixes, l.fixes(err)...) // also when cancelled: a heal may fail on the way out
 		r.mu.Unlock()
 		l.publish("result", map[string]any{"run": r.ID, "result": res})
 		switch {

@@ -63,7 +63,7 @@ func clockJump(fenced bool) runFunc {
 		}
 		e.mark(node + "'s clock jumps " + strconv.FormatInt(jump.Milliseconds(), 10) + " ms ahead")
 		defer func() {
-			err = errors.Join(err, e.Procs.JumpClock(node, 0))
+			err = errors.Join(err, notUndone(node, LeftClockAhead, e.Procs.JumpClock(node, 0)))
 			e.mark(node + "'s clock back to the real time")
 		}()
 		if err := e.waitUntil(ctx, e.TTL/2, gone); err != nil {
@@ -93,7 +93,7 @@ func (e Env) disconnect(replica, node string) (reconnect func() error, err error
 		err := p.Enable()
 		e.mark(replica + " reaches " + node + " again")
 		if err != nil {
-			return fmt.Errorf("scenario: enable %s: %w", p.Name, err)
+			return notUndone(p.Name, LeftDisconnected, fmt.Errorf("scenario: enable %s: %w", p.Name, err))
 		}
 		return nil
 	}), nil

@@ -57,6 +57,7 @@ func deadWaiter(wait string) runFunc {
 		if err != nil {
 			return "", "", err
 		}
+		restart = restarted(e.Replicas[0].Name, restart)
 		e.mark(e.Replicas[0].Name + " killed (its waiter heads the queue)")
 		defer func() { err = errors.Join(err, restart(ctx)) }() // whatever happens, the replica comes back
 		if setup := time.Since(start); setup >= hold {

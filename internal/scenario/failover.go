@@ -37,7 +37,7 @@ func failover(ack bool) runFunc {
 		if err != nil {
 			return "", "", err
 		}
-		defer func() { err = errors.Join(err, heal()) }()
+		defer func() { err = also(err, heal()) }()
 		hooks := "hold=" + (e.TTL * 9 / 10).String()
 		var a <-chan reply
 		var ra reply
@@ -102,12 +102,12 @@ func failoverWrite(ack bool) runFunc {
 			if heal, err = e.cut(e.Standby, e.StockNode); err != nil {
 				return "", "", err
 			}
-			defer func() { err = errors.Join(err, heal()) }()
+			defer func() { err = also(err, heal()) }()
 			a = e.sellAt(ctx, e.Replicas[0].URL, lock, hooks)
 		} else {
 			a = e.sellAt(ctx, e.Replicas[0].URL, lock, hooks+"&stop_before_write=1")
 			thaw := e.thaw(e.Replicas[0].Name)
-			defer func() { err = errors.Join(err, thaw()) }()
+			defer func() { err = also(err, thaw()) }()
 			if err := e.waitUntil(ctx, 10*time.Second, func() (bool, error) { return e.Procs.Stopped(e.Replicas[0].Name) }); err != nil {
 				return "", "", fmt.Errorf("the sale never stopped before its write: %w", err)
 			}
@@ -115,7 +115,7 @@ func failoverWrite(ack bool) runFunc {
 			if heal, err = e.cut(e.Standby, e.StockNode); err != nil {
 				return "", "", err
 			}
-			defer func() { err = errors.Join(err, heal()) }()
+			defer func() { err = also(err, heal()) }()
 			e.mark(e.Replicas[0].Name + " resumed")
 			if err := thaw(); err != nil {
 				return "", "", err
@@ -204,7 +204,7 @@ func (e Env) failBack(ctx context.Context, restartPrimary func(context.Context) 
 	err := errors.Join(restartPrimary(ctx), e.repoint(e.StockAddr), e.StandbyRedis.SlaveOf(ctx, "127.0.0.1", port).Err())
 	e.mark(e.StockNode + " back as the primary, " + e.Standby + " its standby")
 	if err != nil {
-		return fmt.Errorf("fail back: %w", err)
+		return notUndone(e.StockNode, LeftFailedOver, fmt.Errorf("fail back: %w", err))
 	}
 	return e.standbyInSync(ctx)
 }

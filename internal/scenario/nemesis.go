@@ -160,7 +160,7 @@ func (e Env) inject(ctx context.Context, f Fault) error {
 		e.mark(fmt.Sprintf("%s's clock %s ahead", f.Target, f.Latency))
 		hold()
 		e.mark(f.Target + "'s clock back")
-		return e.Procs.JumpClock(f.Target, 0)
+		return notUndone(f.Target, LeftClockAhead, e.Procs.JumpClock(f.Target, 0))
 	}
 	return fmt.Errorf("no such fault %q", f.Kind)
 }

@@ -38,7 +38,7 @@ func partitionHolder(fenced bool) runFunc {
 			<-s
 			return "", "", err
 		}
-		defer func() { err = errors.Join(err, heal()) }()
+		defer func() { err = also(err, heal()) }()
 		if err := e.waitLock(ctx, false, 3*e.TTL); err != nil {
 			<-s
 			return "", "", fmt.Errorf("the cut-off holder's lease never expired: %w", err)
@@ -133,7 +133,7 @@ func (e Env) cut(replica, node string) (heal func() error, err error) {
 	return sync.OnceValue(func() error {
 		err := e.removeToxics(p, "cut-upstream", "cut-downstream")
 		e.mark(replica + " reaches " + node + " again")
-		return err
+		return notUndone(p.Name, LeftCutOff, err)
 	}), nil
 }
 
@@ -148,7 +148,7 @@ func (e Env) delay(replica, node string, d time.Duration) (undelay func() error,
 		return nil, fmt.Errorf("scenario: delay %s: %w", p.Name, err)
 	}
 	e.mark(replica + "'s packets to " + node + " delayed " + strconv.FormatInt(d.Milliseconds(), 10) + " ms")
-	return sync.OnceValue(func() error { return e.removeToxics(p, "delay") }), nil
+	return sync.OnceValue(func() error { return notUndone(p.Name, LeftDelayed, e.removeToxics(p, "delay")) }), nil
 }
 
 func (e Env) faultProxy(replica, node string) (*toxiproxy.Proxy, error) {

@@ -85,7 +85,7 @@ func redlockRestart(fix restartFix) runFunc {
 
 		a := e.sellAt(ctx, e.Replicas[0].URL, lock, "lease="+aLease.String()+"&stop_before_write=1")
 		thaw := e.thaw(e.Replicas[0].Name) // it stops itself
-		defer func() { err = errors.Join(err, thaw()) }()
+		defer func() { err = also(err, thaw()) }()
 		if werr := e.waitUntil(ctx, 10*time.Second, func() (bool, error) { return e.Procs.Stopped(e.Replicas[0].Name) }); werr != nil {
 			return "", "", fmt.Errorf("the first sale never stopped before its write, holding the lock: %w", werr)
 		}
@@ -103,7 +103,7 @@ func redlockRestart(fix restartFix) runFunc {
 			return "", "", err
 		}
 		e.mark(b + " killed")
-		upB := once(restartB)
+		upB := once(restarted(b, restartB))
 		defer func() { err = errors.Join(err, upB(ctx)) }()
 		var took string
 		switch fix {

@@ -314,6 +314,7 @@ func crashHolder(ctx context.Context, e Env, lock string, before int64) (observe
 	if err != nil {
 		return "", "", err
 	}
+	restart = restarted(e.Replicas[0].Name, restart)
 	e.mark(e.Replicas[0].Name + " killed")
 	defer func() { err = errors.Join(err, restart(ctx)) }() // whatever happens, the replica comes back
 	<-s                                                     // its connection died with the replica
@@ -381,7 +382,7 @@ func nodeDown(ctx context.Context, e Env, lock string, before int64) (observed, 
 		return "", "", err
 	}
 	e.mark(e.StockNode + " frozen")
-	defer func() { err = errors.Join(err, thaw()) }()
+	defer func() { err = also(err, thaw()) }()
 	replies := e.fire(ctx, lock, 5)
 	if err := thaw(); err != nil {
 		return "", "", err
@@ -458,7 +459,7 @@ func (e Env) kill(names ...string) (restart func(context.Context) error, err err
 		if err != nil {
 			return nil, errors.Join(err, restart(context.Background()))
 		}
-		restarts = append(restarts, r)
+		restarts = append(restarts, restarted(name, r))
 		e.mark(name + " killed")
 	}
 	return restart, nil
@@ -517,11 +518,11 @@ func pauseHolder(fenced bool) runFunc {
 	}
 }
 
-func pausedHolder(ctx context.Context, e Env, lock string, before int64, fenced bool) (string, string, error) {
+func pausedHolder(ctx context.Context, e Env, lock string, before int64, fenced bool) (observed, detail string, err error) {
 	fence := fenceHook(fenced)
 	s := e.sellAt(ctx, e.Replicas[0].URL, lock, "stop_before_write=1&"+fence)
-	thaw := e.thaw(e.Replicas[0].Name) // it stops itself
-	defer thaw()                       // whatever happens, the replica runs again (also if it stopped late)
+	thaw := e.thaw(e.Replicas[0].Name)         // it stops itself
+	defer func() { err = also(err, thaw()) }() // whatever happens, the replica runs again (also if it stopped late)
 	stopped := func() (bool, error) { return e.Procs.Stopped(e.Replicas[0].Name) }
 	if err := e.waitUntil(ctx, 5*time.Second, stopped); err != nil {
 		return "", "", fmt.Errorf("the first sale's replica never stopped before its write: %w", err)
@@ -539,7 +540,7 @@ func pausedHolder(ctx context.Context, e Env, lock string, before int64, fenced 
 		return "", "", err
 	}
 	rs := <-s
-	observed, detail, err := e.verdict(ctx, before, rs, rb)
+	observed, detail, err = e.verdict(ctx, before, rs, rb)
 	if err != nil || observed != NoOversell || rs.code != api.CodeFenced {
 		return observed, detail, err
 	}
@@ -602,7 +603,7 @@ func (e Env) freeze(name string) (thaw func() error, err error) {
 
 // thaw resumes the named process, once however often it is called.
 func (e Env) thaw(name string) func() error {
-	return sync.OnceValue(func() error { return e.Procs.Freeze(name, false) })
+	return sync.OnceValue(func() error { return notUndone(name, LeftFrozen, e.Procs.Freeze(name, false)) })
 }
 
 // getCalls is how many GETs the stock's node has served.

@@ -44,6 +44,14 @@ async function init() {
   for (const w of state.config.waits) $("#wait").append(el("option", { value: w, text: w }));
   $("#token-field").hidden = !state.config.token_required;
   $("#form").addEventListener("submit", start);
+  // The nemesis sets the load itself (a steady rate for its duration, the
+  // stock to match): the fields it overrides are greyed out while it is on.
+  $("#nemesis").addEventListener("change", () => {
+    for (const id of ["requests", "stock"]) {
+      $("#" + id).disabled = $("#nemesis").checked;
+      $("#" + id).title = $("#nemesis").checked ? "set by the nemesis: 30 sales/s for its duration, and stock for each" : "";
+    }
+  });
   $("#open-run").addEventListener("change", (e) => openRun(e.target.files[0]).catch(showError));
   $("#stop").addEventListener("click", () => api("DELETE", "/lab/api/runs/current").catch(showError));
   const canvas = $("#timeline");
@@ -337,6 +345,12 @@ function drawRun() {
   }));
   drawTimeline(r);
   const cell = r && r.cell;
+  // A fault the run or cell could not undo: the node, and the fix by hand.
+  const fixes = (cell ? cell.fixes : r && r.fixes) || [];
+  $("#fixes").hidden = fixes.length === 0;
+  $("#fixes").replaceChildren(...fixes.map((f) => el("p", { className: "fix", "data-node": f.node },
+    el("b", { text: "Not undone: " + f.node + " left " + f.left + ". " }), "Its undo failed: " + f.why + ". ",
+    ...(f.how ? ["Fix it by hand: ", el("code", { text: f.how })] : []))));
   $("#verdicts").replaceChildren(...((r && r.results) || []).map(verdict),
     ...(cell && cell.status !== "running" ? [el("div", { className: "verdict", "data-word": cell.ok ? "ok" : "violated", "data-cell": cell.scenario + "/" + cell.lock },
       el("span", { className: "word", text: cell.ok ? "as expected" : "differs" }),
