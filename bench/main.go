@@ -30,7 +30,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/cli"
-	"github.com/locklab/locklab/internal/loadtest"
+	"github.com/locklab/locklab/internal/docgen"
 	"github.com/locklab/locklab/internal/versions"
 )
 
@@ -44,7 +44,7 @@ type options struct {
 	concurrency int
 	rounds      int
 	jsonOut     string
-	readme      string
+	doc         string
 	// loadTime is how long each offered load of the latency curve runs (0:
 	// no curve); chart and report are where the curve and the table go.
 	loadTime time.Duration
@@ -64,11 +64,11 @@ func parse(args []string, stderr io.Writer) (o options, err error) {
 	fs.IntVar(&o.concurrency, "c", 64, "concurrent requests through nginx")
 	fs.IntVar(&o.rounds, "rounds", 3, "runs through nginx per row, each between two sets of ceiling slices; a ratio is the median of the rounds'")
 	fs.StringVar(&o.jsonOut, "json", "bench.json", "write the results here as JSON (empty: do not)")
-	fs.StringVar(&o.readme, "readme", "", "also write the table into this Markdown file, between its bench markers")
+	fs.StringVar(&o.doc, "doc", "", "also write the table into this Markdown file's generated section (bench: docs/performance.md)")
 	fs.DurationVar(&o.loadTime, "load-duration", 1500*time.Millisecond, "per row, how long each offered load of its latency curve runs (an open model at 1/4, 1/2, 3/4 and 1 x the row's closed-loop sales/s); 0: no curve")
 	fs.StringVar(&o.chart, "chart", "", "write the latency-vs-offered-load chart here, as SVG (empty: do not)")
 	fs.StringVar(&o.report, "report", "", "write an HTML report here: the table and the latency-vs-offered-load chart (empty: do not)")
-	fs.Func("lock", "measure only these versions, comma-separated (default: every one); for a quick look at one row, not the README's table", func(v string) error {
+	fs.Func("lock", "measure only these versions, comma-separated (default: every one); for a quick look at one row, not the docs' table", func(v string) error {
 		for name := range strings.SplitSeq(v, ",") {
 			if _, ok := versions.Lookup(strings.TrimSpace(name)); !ok {
 				return fmt.Errorf("unknown version %q: want some of %s", name, strings.Join(versions.Names(), " "))
@@ -110,12 +110,12 @@ func run(ctx context.Context, args []string, _ func(string) string, stdout, stde
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
-	if o.readme != "" {
-		if err := loadtest.ReplaceSection(o.readme, readmeBegin, readmeEnd, markdown(rep)); err != nil {
+	if o.doc != "" {
+		if err := docgen.Replace(o.doc, "bench", markdown(rep)); err != nil {
 			fmt.Fprintln(stderr, "bench:", err)
 			return 1
 		}
-		fmt.Fprintln(stderr, "bench: table written to", o.readme)
+		fmt.Fprintln(stderr, "bench: table written to", o.doc)
 	}
 	if missed := rep.missed(); len(missed) > 0 {
 		fmt.Fprintf(stderr, "bench: %d target(s) missed:\n  %s\n", len(missed), strings.Join(missed, "\n  "))

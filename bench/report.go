@@ -192,15 +192,10 @@ func dash(s string) string {
 	return s
 }
 
-const (
-	readmeBegin = "<!-- bench:begin (generated: make bench-readme) -->\n"
-	readmeEnd   = "<!-- bench:end -->"
-)
-
-// markdown is the README's bench section.
+// markdown is docs/performance.md's bench section.
 func markdown(r *Report) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Measured by `make bench-readme` on %s, %s. One run; every ratio is within it: each row ran through nginx in rounds, each round between two sets of its ceilings, and its ratio is the median of the rounds' (their range in brackets).\n\n", r.Date[:10], r.Machine)
+	fmt.Fprintf(&b, "Measured by `make bench-docs` on %s, %s. One run; every ratio is within it: each row ran through nginx in rounds, each round between two sets of its ceilings, and its ratio is the median of the rounds' (their range in brackets).\n\n", r.Date[:10], r.Machine)
 	fmt.Fprintf(&b, "- serial ceiling (SET NX PX, GET, SET, Lua release from one goroutine; median over every row's slices): **%.0f sales/s**\n", r.Serial)
 	fmt.Fprintf(&b, "- nginx ceiling (GET /healthz through nginx, c=%d, before and after atomic's run): **%.0f requests/s**\n\n", r.Concurrency, r.Nginx)
 	fmt.Fprintf(&b, "| `-lock` | `-wait` | own ceiling /s | own / serial | through nginx, sales/s | p50 ms | p99 ms | lock held, µs: own / nginx | hand-over, µs | lock busy | round trips to Redis / sale | commands run in Redis / sale | lock attempts / sale | ratio: median (rounds) | target or floor |\n")

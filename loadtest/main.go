@@ -45,7 +45,7 @@ type options struct {
 	lockList     string
 	waits        []string // "": the replicas' own
 	waitList     string
-	readme       string
+	doc          string
 	runDir       string
 	compose      string // with -scenario: the Compose project to run against
 	redisPass    string
@@ -81,7 +81,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	fs.Uint64Var(&o.seed, "seed", 1, "with -nemesis: the schedule's seed (the same seed, lease and cluster: the same schedule)")
 	fs.BoolVar(&o.cfg.Fence, "fence", false, "fencing on for every sale (the fence=1 hook; needs -admin-token and replicas with -chaos)")
 	fs.BoolVar(&o.expectUnsafe, "expect-unsafe", false, "with -nemesis: exit 1 when it found no violation for a version")
-	fs.StringVar(&o.readme, "readme", "", "with -scenario: write the observed matrix into this Markdown file, between its scenarios markers")
+	fs.StringVar(&o.doc, "doc", "", "with -scenario: write the observed matrix into this Markdown file's generated section (scenarios-observed: docs/faults.md)")
 	fs.Func("note", "a line about the setup, shown in the report (repeatable)", func(s string) error {
 		o.notes = append(o.notes, s)
 		return nil

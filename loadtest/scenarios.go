@@ -15,6 +15,7 @@ import (
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/cluster"
+	"github.com/locklab/locklab/internal/docgen"
 	"github.com/locklab/locklab/internal/loadtest"
 	"github.com/locklab/locklab/internal/scenario"
 	"github.com/locklab/locklab/internal/versions"
@@ -68,12 +69,12 @@ func runScenarios(ctx context.Context, o options, stdout, stderr io.Writer) int 
 		}
 		fmt.Fprintln(stderr, "loadtest: report written to", o.out)
 	}
-	if o.readme != "" {
-		if err := writeMatrix(o.readme, cells, settings); err != nil {
+	if o.doc != "" {
+		if err := writeMatrix(o.doc, cells, settings); err != nil {
 			fmt.Fprintln(stderr, "loadtest:", err)
 			return 1
 		}
-		fmt.Fprintln(stderr, "loadtest: matrix written to", o.readme)
+		fmt.Fprintln(stderr, "loadtest: matrix written to", o.doc)
 	}
 	if i := slices.IndexFunc(cells, func(c scenario.Cell) bool { return !c.OK() }); i >= 0 {
 		fmt.Fprintf(stderr, "loadtest: %s under %s: expected %q, observed %q%s\n", cells[i].Lock, cells[i].Scenario, cells[i].Expected, cells[i].Observed, evidence(cells[i]))
@@ -112,13 +113,8 @@ func evidence(c scenario.Cell) string {
 	return "; EVIDENCE: " + c.Evidence
 }
 
-const (
-	matrixBegin = "<!-- scenarios:begin (generated: make scenarios-readme) -->\n"
-	matrixEnd   = "<!-- scenarios:end -->"
-)
-
-// writeMatrix replaces the text between the markers in file with the observed
-// matrix: one row per version, one column per scenario.
+// writeMatrix writes the observed matrix into file's generated section
+// scenarios-observed: one row per version, one column per scenario.
 func writeMatrix(file string, cells []scenario.Cell, settings map[string]string) error {
 	var b strings.Builder
 	b.WriteString("| version |")
@@ -140,9 +136,9 @@ func writeMatrix(file string, cells []scenario.Cell, settings map[string]string)
 		}
 		b.WriteString(line + "\n")
 	}
-	fmt.Fprintf(&b, "\nObserved by `make scenarios-readme` on %s (%d cores): replicas with -ttl %s, -acquire-timeout %s; ✓ = as expected.\n",
+	fmt.Fprintf(&b, "\nObserved by `make scenarios-docs` on %s (%d cores): replicas with -ttl %s, -acquire-timeout %s; ✓ = as expected.\n",
 		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), settings["ttl"], settings["acquire_timeout"])
-	return loadtest.ReplaceSection(file, matrixBegin, matrixEnd, b.String())
+	return docgen.Replace(file, "scenarios-observed", b.String())
 }
 
 // writeScenarioReport writes the matrix as the HTML report's scenarios section.

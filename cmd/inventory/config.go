@@ -81,7 +81,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&cfg.Name, "name", host, "replica name, reported in every reply")
 	fs.StringVar(&cfg.Lock, "lock", "v1", "lock version: one of "+strings.Join(versions.Names(), " "))
 	fs.StringVar(&cfg.Redis, "redis", "localhost:6379", "Redis for the stock and the single-node locks (host:port)")
-	fs.StringVar(&cfg.RedisPassword, "redis-password", "", "password for every Redis node")
+	fs.StringVar(&cfg.RedisPassword, "redis-password", "", "password for every Redis node; prefer "+envName("redis-password")+": a flag's value is on the command line, which every user of the machine reads")
 	fs.Func("redlock", "comma-separated independent Redis nodes for redlock (default "+api.DefaultRedlock+")", func(s string) error {
 		nodes, err := redisconn.ParseList(s)
 		cfg.Redlock = nodes
@@ -94,7 +94,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	})
 	fs.StringVar(&cfg.Key, "key", api.DefaultStockKey, "stock key")
 	fs.StringVar(&cfg.LockKey, "lock-key", api.DefaultLockKey, "lock key")
-	fs.DurationVar(&cfg.TTL, "ttl", 20*time.Second, "lock lease (v4 and later)")
+	fs.DurationVar(&cfg.TTL, "ttl", 20*time.Second, "lock lease (v4 and later); etcd's session lease in whole seconds (rounded up, at least 1 s)")
 	fs.DurationVar(&cfg.Retry, "retry", 20*time.Millisecond, "mean wait between lock attempts (jittered to 0.5-1.5x)")
 	fs.DurationVar(&cfg.RedlockRetry, "redlock-retry", 100*time.Millisecond,
 		"mean wait between redlock attempts: each one costs a round trip to every node, so it polls less often (redsync's default is 50-250ms)")
@@ -111,7 +111,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&cfg.Pprof, "pprof", "", "serve Go's profiler (net/http/pprof) on this address, e.g. localhost:6060 (empty: off); a separate listener, never behind nginx")
 	fs.IntVar(&cfg.History, "history", 5000, "sales each replica remembers for GET /history (admin), the checker's raw material; 0: none")
 	fs.StringVar(&cfg.Probe, "probe", "", "GET this URL, exit 0 on a 200 and 1 otherwise, and do nothing else (a container healthcheck with no curl)")
-	fs.BoolVar(&cfg.ProbeStay, "probe-stay", false, "with -probe: after a 200, stay up, idle, until stopped (a Compose service that `up -d --wait` finds running)")
+	fs.BoolVar(&cfg.ProbeStay, "probe-stay", false, "with -probe: after a 200, stay up, idle, until stopped (a Compose service that up -d --wait finds running)")
 	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 
 	// Environment first, so the command line overrides it.

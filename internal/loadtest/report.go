@@ -6,7 +6,6 @@ import (
 	"html/template"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -200,19 +199,4 @@ func NewReport(cfg Config, results []Result, notes []string) Report {
 // scripts, fonts or styles; the charts are inline SVG.
 func WriteHTML(w io.Writer, rep Report) error {
 	return reportTmpl.Execute(w, rep)
-}
-
-// ReplaceSection replaces the text between the markers begin and end in file
-// with body: how the generated tables get into the README.
-func ReplaceSection(file, begin, end, body string) error {
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		return err
-	}
-	text := string(raw)
-	i, j := strings.Index(text, begin), strings.Index(text, end)
-	if i < 0 || j < i {
-		return fmt.Errorf("%s lacks the markers %q ... %q", file, begin, end)
-	}
-	return os.WriteFile(file, []byte(text[:i+len(begin)]+body+text[j:]), 0o644)
 }

@@ -6,6 +6,9 @@ package locks
 
 import (
 	"embed"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"slices"
 	"strings"
@@ -51,4 +54,41 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// excerpted are the functions of a version's Go code that make its lesson:
+// how it takes the lock, how it lets it go, and v8's renewal.
+var excerpted = []string{"TryAcquire", "acquire", "release", "watched", "run"}
+
+// Excerpt is version's code for the docs: the functions of its Go code
+// that take and release the lock (with their doc comments), in file order,
+// then its Lua scripts whole; nil for a version with no package of its own.
+func Excerpt(version string) []File {
+	var out []File
+	for _, f := range Code(version) {
+		if !strings.HasSuffix(f.Path, ".go") {
+			out = append(out, f)
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), f.Path, f.Text, parser.ParseComments)
+		if err != nil {
+			continue // embedded from a package that compiles: it parses
+		}
+		var parts []string
+		for _, d := range file.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || !slices.Contains(excerpted, fn.Name.Name) {
+				continue
+			}
+			from := fn.Pos()
+			if fn.Doc != nil {
+				from = fn.Doc.Pos()
+			}
+			parts = append(parts, f.Text[from-file.FileStart:fn.End()-file.FileStart])
+		}
+		if parts != nil {
+			out = append(out, File{Path: f.Path, Text: strings.Join(parts, "\n\n") + "\n"})
+		}
+	}
+	return out
 }

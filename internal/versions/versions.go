@@ -291,3 +291,22 @@ func Markdown() string {
 	}
 	return b.String()
 }
+
+// Summary renders the catalogue as the README's table: a row a version,
+// what it adds, what still breaks it, what shows that (its lesson), and a
+// link to its section of docs (a path relative to the README).
+func Summary(docs string) string {
+	var b strings.Builder
+	b.WriteString("| version | adds | still breaks it | shown by |\n|---|---|---|---|\n")
+	for _, v := range All {
+		shown := "a run of " + strings.Join(v.Lesson.Run, " and ")
+		if v.Lesson.Scenario != "" {
+			shown = "`" + v.Lesson.Scenario + "`"
+			if v.Lesson.Fix != "" {
+				shown += "; fixed: `" + v.Lesson.Fix + "`"
+			}
+		}
+		fmt.Fprintf(&b, "| [`%s`](%s#%s) | %s | %s | %s |\n", v.Name, docs, v.Name, v.Fixes, v.Flaw, shown)
+	}
+	return b.String()
+}
