@@ -109,6 +109,10 @@ check-tools:
 	  echo "etcd is not installed; the tests of the etcd lock start real etcd clusters."; \
 	  echo "Install it: sudo apt-get install etcd-server (Debian/Ubuntu), brew install etcd (macOS)"; \
 	  exit 1; }
+	@command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || { \
+	  echo "MariaDB is not installed; the tests of the db lock start real MariaDB servers."; \
+	  echo "Install it: sudo apt-get install mariadb-server (Debian/Ubuntu), brew install mariadb (macOS)"; \
+	  exit 1; }
 
 up:
 	@$(CLUSTER) up

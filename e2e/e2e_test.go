@@ -102,7 +102,7 @@ func up(t testing.TB, bin string, port int, dir string, env ...string) *cluster.
 func private(t testing.TB, c *cluster.Cluster, dir string) {
 	t.Helper()
 	s := c.State
-	procs := append(append(append([]cluster.Proc{s.Nginx, *s.Lab}, s.Redis...), s.Etcd...), s.Replicas...)
+	procs := append(append(append([]cluster.Proc{s.Nginx, *s.Lab, *s.DB}, s.Redis...), s.Etcd...), s.Replicas...)
 	if s.Standby != nil {
 		procs = append(procs, *s.Standby, *s.Toxiproxy)
 	}
@@ -162,7 +162,7 @@ func TestLocalCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := len(c.State.Redis) + len(c.State.Etcd) + len(c.State.Replicas) + 2; len(sockets) != want { // + nginx and the lab
+	if want := len(c.State.Redis) + len(c.State.Etcd) + len(c.State.Replicas) + 3; len(sockets) != want { // + nginx, the lab and MariaDB
 		t.Errorf("listening sockets found for %d processes, want %d: %v", len(sockets), want, sockets)
 	}
 	for name, addrs := range sockets {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/locklab/locklab/internal/loadtest"
+	"github.com/locklab/locklab/internal/servicetest"
 )
 
 func TestExitStatus(t *testing.T) {
@@ -110,5 +111,25 @@ func TestSecretsFromEnvironment(t *testing.T) {
 	}
 	if _, err := parse([]string{"-fence", "-nemesis", "-duration", "1s"}, noEnv, new(bytes.Buffer)); err != nil {
 		t.Errorf("-fence -nemesis on the local cluster: %v", err)
+	}
+}
+
+// A stack whose replicas have no database (the Compose stack, so far): db
+// asked for by name is refused, saying why; in all it is left out, saying
+// so, and every other version runs.
+func TestNoDatabase(t *testing.T) {
+	url := servicetest.Start(t, "inventory-1") + "/sale"
+	var stdout, stderr bytes.Buffer
+	if got := run(context.Background(), []string{"-url", url, "-lock", "v1,db", "-n", "2"}, noEnv, &stdout, &stderr); got != 1 ||
+		!strings.Contains(stderr.String(), "-lock db: the replicas have no database") {
+		t.Fatalf("-lock v1,db: exit %d, want 1 saying why\n%s", got, stderr.String())
+	}
+	stdout.Reset()
+	stderr.Reset()
+	if got := run(context.Background(), []string{"-url", url, "-lock", "all", "-n", "2", "-stock", "1", "-json"}, noEnv, &stdout, &stderr); got != 0 {
+		t.Fatalf("-lock all: exit %d\n%s", got, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "db left out") || strings.Contains(stdout.String(), `"lock":"db"`) || !strings.Contains(stdout.String(), `"lock":"atomic"`) {
+		t.Fatalf("-lock all on a stack with no database: stderr %q, stdout\n%s", stderr.String(), stdout.String())
 	}
 }

@@ -47,6 +47,10 @@ func runScenarios(ctx context.Context, o options, stdout, stderr io.Writer) int 
 			if _, ok := s.Expect[lock]; !ok {
 				continue
 			}
+			if why := env.Lacks(lock); why != "" {
+				fmt.Fprintf(stderr, "loadtest: scenario %s, %s skipped: %s\n", s.Name, lock, why)
+				continue
+			}
 			c, err := s.Run(ctx, env, lock)
 			if err != nil {
 				fmt.Fprintf(stderr, "loadtest: scenario %s, %s: %v\n", s.Name, lock, err)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/cli"
 	"github.com/locklab/locklab/internal/locks/handoff"
@@ -34,6 +36,7 @@ type config struct {
 	RedisPassword  string
 	Redlock        []string
 	Etcd           []string
+	DB             string
 	Key            string
 	LockKey        string
 	TTL            time.Duration
@@ -92,6 +95,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		cfg.Etcd = members
 		return err
 	})
+	fs.StringVar(&cfg.DB, "db", "", "MariaDB (or MySQL) for -lock db, as a data source name: user:password@tcp(host:port)/database (empty: -lock db answers 503); prefer "+envName("db")+": the password is in it")
 	fs.StringVar(&cfg.Key, "key", api.DefaultStockKey, "stock key")
 	fs.StringVar(&cfg.LockKey, "lock-key", api.DefaultLockKey, "lock key")
 	fs.DurationVar(&cfg.TTL, "ttl", 20*time.Second, "lock lease (v4 and later); etcd's session lease in whole seconds (rounded up, at least 1 s)")
@@ -173,6 +177,8 @@ func (c config) validate() error {
 		return fmt.Errorf("-history %d: want >= 0", c.History)
 	case c.Name == "":
 		return errors.New("-name: want a replica name")
+	case c.DB != "" && dsnErr(c.DB) != nil:
+		return fmt.Errorf("-db: %w (want user:password@tcp(host:port)/database)", dsnErr(c.DB))
 	case net.ParseIP(c.Bind) == nil && c.Bind != "localhost":
 		return fmt.Errorf("-bind %q: want an IP address (127.0.0.1, ::1, 0.0.0.0) or localhost", c.Bind)
 	case c.Published != "" && !cli.Address(c.Published):
@@ -186,4 +192,10 @@ func (c config) validate() error {
 		return fmt.Errorf("-max-in-flight %d: want >= 1", c.MaxInFlight)
 	}
 	return nil
+}
+
+// dsnErr is why dsn is not a MariaDB data source name, or nil.
+func dsnErr(dsn string) error {
+	_, err := mysql.ParseDSN(dsn)
+	return err
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/versions"
 )
 
 func env(kv map[string]string) func(string) string {
@@ -57,9 +58,10 @@ func TestExitStatus(t *testing.T) {
 		status int
 		says   string
 	}{
-		"unknown lock":   {[]string{"-lock", "v9"}, nil, 2, "none v1 v2 v3 v4 v5 v6 v7 v8 redlock etcd atomic"},
+		"unknown lock":   {[]string{"-lock", "v9"}, nil, 2, strings.Join(versions.Names(), " ")},
 		"bad env":        {nil, map[string]string{"INVENTORY_TTL": "soon"}, 2, "INVENTORY_TTL"},
 		"bad ttl":        {[]string{"-ttl", "0s"}, nil, 2, "-ttl"},
+		"bad db":         {nil, map[string]string{"INVENTORY_DB": "nonsense"}, 2, "-db: invalid DSN"},
 		"bad port":       {[]string{"-port", "70000"}, nil, 2, "-port"},
 		"empty redlock":  {[]string{"-redlock", ","}, nil, 2, "-redlock"},
 		"stray arg":      {[]string{"v6"}, nil, 2, "unexpected arguments"},

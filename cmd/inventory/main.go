@@ -3,7 +3,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +17,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/locklab/locklab/internal/cli"
 	"github.com/locklab/locklab/internal/history"
@@ -94,7 +98,14 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 		return err
 	}
 	defer ecli.Close()
-	deps := versions.Deps{Redis: rdb, Redlock: nodes, Etcd: ecli, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, Claim: cfg.Claim, ReplicaAck: cfg.ReplicaAck,
+	dbc, err := openDB(cfg.DB, log)
+	if err != nil {
+		return err
+	}
+	if dbc != nil {
+		defer dbc.Close()
+	}
+	deps := versions.Deps{Redis: rdb, Redlock: nodes, Etcd: ecli, DB: dbc, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, Claim: cfg.Claim, ReplicaAck: cfg.ReplicaAck,
 		RedlockRetry: cfg.RedlockRetry, Log: log, Observer: mx}
 	if slices.ContainsFunc(cfg.variants(), func(v versions.Variant) bool { return versions.Queued(v.Wait) }) {
 		n := retry.NewNotifier(ctx, rdb, cfg.LockKey, min(cfg.TTL, retry.Backstop), cfg.Claim, log)
@@ -214,7 +225,8 @@ func handler(cfg config, deps versions.Deps, rdb *redis.Client, mx *metrics.Metr
 func (c config) settings() map[string]string {
 	return map[string]string{"lock": c.Lock, "ttl": c.TTL.String(), "retry": c.Retry.String(),
 		"redlock_retry": c.RedlockRetry.String(), "wait": c.Wait, "work": c.Work.String(), "acquire_timeout": c.AcquireTimeout.String(),
-		"fence": strconv.FormatBool(c.Fence), "chaos": strconv.FormatBool(c.Chaos), "replica_ack": strconv.Itoa(c.ReplicaAck)}
+		"fence": strconv.FormatBool(c.Fence), "chaos": strconv.FormatBool(c.Chaos), "replica_ack": strconv.Itoa(c.ReplicaAck),
+		"db": strconv.FormatBool(c.DB != "")}
 }
 
 // serveUntil serves on ln until ctx ends, then shuts down: stop cancels the
@@ -340,3 +352,37 @@ func gate(ctx context.Context, url string, stderr io.Writer) int {
 	<-ctx.Done()
 	return 0
 }
+
+// openDB is the database lock's pool of connections to dsn (nil for none).
+// It connects lazily, as the etcd client does: a replica whose database is
+// down serves every other version, and -lock db answers 503. Every call is
+// bounded (connect 2 s, each read and write 5 s) unless dsn says otherwise,
+// and the driver's own log lines go to log.
+func openDB(dsn string, log *slog.Logger) (*sql.DB, error) {
+	if dsn == "" {
+		return nil, nil
+	}
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("-db: %w", err)
+	}
+	c.Timeout = cmp.Or(c.Timeout, 2*time.Second)
+	c.ReadTimeout = cmp.Or(c.ReadTimeout, 5*time.Second)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, 5*time.Second)
+	_ = mysql.SetLogger(driverLog{log})
+	conn, err := mysql.NewConnector(c)
+	if err != nil {
+		return nil, fmt.Errorf("-db: %w", err)
+	}
+	db := sql.OpenDB(conn)
+	// Polling waiters each make a statement every -retry: keep their
+	// connections instead of opening one per attempt.
+	db.SetMaxIdleConns(64)
+	db.SetConnMaxIdleTime(time.Minute)
+	return db, nil
+}
+
+// driverLog puts the MariaDB driver's log lines in the service's log.
+type driverLog struct{ log *slog.Logger }
+
+func (d driverLog) Print(v ...any) { d.log.Warn("mariadb driver", "msg", fmt.Sprint(v...)) }

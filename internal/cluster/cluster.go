@@ -97,7 +97,9 @@ type State struct {
 	// locks, redlock uses all of them, the last only redlock uses.
 	Redis []Proc `json:"redis"`
 	// Etcd are the members of the etcd lock's cluster.
-	Etcd     []Proc `json:"etcd"`
+	Etcd []Proc `json:"etcd"`
+	// DB is the database lock's MariaDB server.
+	DB       *Proc  `json:"db,omitempty"`
 	Replicas []Proc `json:"replicas"`
 	Nginx    Proc   `json:"nginx"`
 	// Toxiproxy and FaultProxies are there when the cluster was started with
@@ -129,9 +131,12 @@ func (s State) Addrs() []string {
 // procs lists every process in stop order: nginx, then the replicas (which
 // finish their sales), then the fault proxies, Redis and etcd.
 func (s *State) procs() []*Proc {
-	var lab, proxy, standby []*Proc
+	var lab, proxy, standby, db []*Proc
 	if s.Lab != nil {
 		lab = []*Proc{s.Lab}
+	}
+	if s.DB != nil {
+		db = []*Proc{s.DB}
 	}
 	if s.Toxiproxy != nil {
 		proxy = []*Proc{s.Toxiproxy}
@@ -139,7 +144,7 @@ func (s *State) procs() []*Proc {
 	if s.Standby != nil {
 		standby = []*Proc{s.Standby}
 	}
-	return slices.Concat(lab, []*Proc{&s.Nginx}, ptrs(s.Replicas), proxy, standby, ptrs(s.Redis), ptrs(s.Etcd))
+	return slices.Concat(lab, []*Proc{&s.Nginx}, ptrs(s.Replicas), proxy, standby, ptrs(s.Redis), ptrs(s.Etcd), db)
 }
 
 // Cluster is a running local cluster, as its state file describes it.
@@ -233,7 +238,10 @@ func (c *Cluster) Down() (int, error) {
 	for _, m := range c.State.Etcd {
 		errs = append(errs, removeEtcdData(etcdData(c.dir, m.Name)))
 	}
-	errs = append(errs, removeAOF(c.dir), removeSecrets(c.dir))
+	if c.State.DB != nil {
+		errs = append(errs, removeDBData(dbData(c.dir)))
+	}
+	errs = append(errs, removeAOF(c.dir), removeRDB(c.dir, c.redisNodes()), removeSecrets(c.dir))
 	return stopped, errors.Join(errs...)
 }
 
@@ -354,6 +362,8 @@ func (c *Cluster) ready(ctx context.Context, p *Proc, limit time.Duration) error
 			}
 			return !slices.ContainsFunc(p.Extra, func(a string) bool { return !listening(a) })
 		})
+	case p.Name == "mariadb":
+		return waitUntil(ctx, limit, p.Name, func() bool { return p.alive() && dbReady(ctx, c.dir) })
 	case strings.HasPrefix(p.Name, "etcd"): // healthy: the member has a leader
 		return waitUntil(ctx, limit, p.Name, func() bool { return p.alive() && httpOK(ctx, "http://"+p.Addr+"/health") })
 	case strings.HasPrefix(p.Name, "redis"):
@@ -487,8 +497,8 @@ func Clean(cfg Config) error {
 	cfg.Faults = true // made with or without them: their files go either way
 	s := Plan(cfg)
 	nginx := nginxDir(cfg.Dir)
-	files := []string{stateFile(cfg.Dir), s.Replicas[0].Args[0], filepath.Join(nginx, "nginx.conf"), filepath.Join(nginx, "nginx.pid"),
-		s.Toxiproxy.Args[0], faultConfig(cfg.Dir)}
+	files := []string{stateFile(cfg.Dir), s.Replicas[0].Args[0], s.Lab.Args[0], filepath.Join(nginx, "nginx.conf"), filepath.Join(nginx, "nginx.pid"),
+		s.Toxiproxy.Args[0], faultConfig(cfg.Dir), filepath.Join(cfg.Dir, "mariadb.pid")}
 	for _, p := range s.procs() {
 		files = append(files, p.Log)
 	}
@@ -496,7 +506,8 @@ func Clean(cfg Config) error {
 	if more, err := filepath.Glob(filepath.Join(cfg.Dir, "inventory-*.log")); err == nil {
 		files = append(files, more...)
 	}
-	errs := []error{removeAOF(cfg.Dir), removeSecrets(cfg.Dir)}
+	nodes := append(ptrs(s.Redis), s.Standby)
+	errs := []error{removeAOF(cfg.Dir), removeRDB(cfg.Dir, nodes), removeDBData(dbData(cfg.Dir)), removeSecrets(cfg.Dir)}
 	for _, m := range s.Etcd {
 		errs = append(errs, removeEtcdData(etcdData(cfg.Dir, m.Name)))
 	}
@@ -514,4 +525,13 @@ func Clean(cfg Config) error {
 		_ = os.Remove(d) // only if empty: anything else in it is not ours
 	}
 	return errors.Join(errs...)
+}
+
+// redisNodes are the Redis processes: the nodes and the standby.
+func (c *Cluster) redisNodes() []*Proc {
+	nodes := ptrs(c.State.Redis)
+	if c.State.Standby != nil {
+		nodes = append(nodes, c.State.Standby)
+	}
+	return nodes
 }

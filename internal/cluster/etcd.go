@@ -51,14 +51,23 @@ func etcdData(dir, name string) string { return filepath.Join(dir, name+".etcd")
 // (it holds etcd's "member" directory) or empty: a folder of the user's that
 // happens to have the name is left alone, and reported.
 func removeEtcdData(path string) error {
+	return removeDataDir(path, "an etcd", func(entries []os.DirEntry) bool {
+		return len(entries) == 1 && entries[0].Name() == "member" && entries[0].IsDir()
+	})
+}
+
+// removeDataDir removes a server's data directory when it is empty or ours
+// says it is the server's; otherwise it is left alone, and reported (what
+// names the server: "an etcd").
+func removeDataDir(path, what string, ours func([]os.DirEntry) bool) error {
 	entries, err := os.ReadDir(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil
 	case err != nil:
 		return err
-	case len(entries) == 0 || len(entries) == 1 && entries[0].Name() == "member" && entries[0].IsDir():
+	case len(entries) == 0 || ours(entries):
 		return os.RemoveAll(path)
 	}
-	return fmt.Errorf("cluster: %s is not an etcd data directory; left alone (move it, or choose another RUN_DIR)", path)
+	return fmt.Errorf("cluster: %s is not %s data directory; left alone (move it, or choose another RUN_DIR)", path, what)
 }

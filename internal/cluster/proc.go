@@ -20,6 +20,7 @@ const (
 	envPrefix   = "INVENTORY_"
 	passwordEnv = envPrefix + "REDIS_PASSWORD"
 	tokenEnv    = envPrefix + "ADMIN_TOKEN"
+	dbEnv       = envPrefix + "DB"
 )
 
 // Proc is one process the cluster started: what identifies it, and what

@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// ensureTools installs redis-server, etcd, nginx and curl (and with the fault
+// ensureTools installs redis-server, etcd, nginx, curl and MariaDB (and with the fault
 // proxies, a C compiler for the clock shim) with apt-get on Debian/Ubuntu
 // when they are missing; elsewhere it says how to.
 func ensureTools(log io.Writer, faults bool) error {
@@ -20,9 +20,9 @@ func ensureTools(log io.Writer, faults bool) error {
 	}
 	if _, err := os.Stat("/etc/debian_version"); err != nil || !executable(lookPath("apt-get")) {
 		if runtime.GOOS == "darwin" {
-			return fmt.Errorf("cluster: missing %s; install them: brew install redis etcd nginx curl", strings.Join(missing, ", "))
+			return fmt.Errorf("cluster: missing %s; install them: brew install redis etcd nginx curl mariadb", strings.Join(missing, ", "))
 		}
-		return fmt.Errorf("cluster: missing %s; install them with your package manager, e.g. dnf install redis etcd nginx curl", strings.Join(missing, ", "))
+		return fmt.Errorf("cluster: missing %s; install them with your package manager, e.g. dnf install redis etcd nginx curl mariadb-server", strings.Join(missing, ", "))
 	}
 	fmt.Fprintf(log, "cluster: %s not found: installing %s with apt-get\n", strings.Join(missing, ", "), strings.Join(pkgs, " "))
 	sudo := []string{}
@@ -49,7 +49,8 @@ func ensureTools(log io.Writer, faults bool) error {
 // missingTools lists the programs Up needs that are not installed, and the
 // Debian packages that have them.
 func missingTools(faults bool) (missing, pkgs []string) {
-	tools := []struct{ bin, pkg string }{{"redis-server", "redis-server"}, {"etcd", "etcd-server"}, {"nginx", "nginx-light"}, {"curl", "curl"}}
+	tools := []struct{ bin, pkg string }{{"redis-server", "redis-server"}, {"etcd", "etcd-server"}, {"nginx", "nginx-light"}, {"curl", "curl"},
+		{"mariadbd", "mariadb-server"}}
 	if faults {
 		tools = append(tools, struct{ bin, pkg string }{"cc", "gcc"})
 	}

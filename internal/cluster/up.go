@@ -80,6 +80,7 @@ func Plan(cfg Config) State {
 		s.Redis = append(s.Redis, Proc{Name: name, Addr: addr, Args: args, Log: filepath.Join(cfg.Dir, name+".log")})
 	}
 	s.Etcd = planEtcd(cfg.Dir)
+	s.DB = planDB(cfg.Dir)
 	var etcd []string
 	for _, m := range s.Etcd {
 		etcd = append(etcd, m.Addr)
@@ -102,7 +103,7 @@ func Plan(cfg Config) State {
 		env := append([]string{"GOMAXPROCS=" + gomaxprocs(cfg.Replicas)}, serviceEnv(os.Environ())...)
 		// The secrets are cfg's, whatever the environment says.
 		env = slices.DeleteFunc(env, func(kv string) bool {
-			return strings.HasPrefix(kv, passwordEnv+"=") || strings.HasPrefix(kv, tokenEnv+"=")
+			return strings.HasPrefix(kv, passwordEnv+"=") || strings.HasPrefix(kv, tokenEnv+"=") || strings.HasPrefix(kv, dbEnv+"=")
 		})
 		if cfg.RedisPassword != "" {
 			env = append(env, passwordEnv+"="+cfg.RedisPassword)
@@ -110,6 +111,7 @@ func Plan(cfg Config) State {
 		if cfg.AdminToken != "" {
 			env = append(env, tokenEnv+"="+cfg.AdminToken)
 		}
+		env = append(env, dbEnv+"="+s.DSN()) // its password too: never on a command line
 		s.Replicas = append(s.Replicas, Proc{Name: name, Addr: "127.0.0.1:" + strconv.Itoa(port), Args: args, Env: env,
 			Log: filepath.Join(cfg.Dir, name+".log")})
 	}
@@ -123,7 +125,7 @@ func Plan(cfg Config) State {
 	}
 	s.Lab = &Proc{Name: "lab", Addr: "127.0.0.1:" + strconv.Itoa(LabPort), Env: labEnv, Log: filepath.Join(cfg.Dir, "lab.log"),
 		Args: []string{filepath.Join(cfg.Dir, "bin", "lab"), "-listen", "127.0.0.1:" + strconv.Itoa(LabPort), "-url", s.URL,
-			"-replicas", strings.Join(names, ","), "-redis", strings.Join(redisAddrs, ","), "-etcd", strings.Join(etcd, ","),
+			"-replicas", strings.Join(names, ","), "-redis", strings.Join(redisAddrs, ","), "-etcd", strings.Join(etcd, ","), "-db", s.DB.Addr,
 			"-run-dir", cfg.Dir}}
 	nd := nginxDir(cfg.Dir)
 	s.Nginx = Proc{Name: "nginx", Addr: "127.0.0.1:" + strconv.Itoa(cfg.Port), Log: filepath.Join(nd, "error.log"),
@@ -134,14 +136,38 @@ func Plan(cfg Config) State {
 
 // redisArgs starts one Redis node on port: loopback, no persistence; with
 // auth, the password from the run directory's private file (a configuration
-// file must be redis-server's first argument).
+// file must be redis-server's first argument). Each node has a snapshot
+// file of its own name: a replica (the standby) writes the snapshot it
+// receives, and a node that found it at start would load it, the last
+// cluster's keys with it (the nodes share the run directory).
 func redisArgs(bin string, port int, dir string, auth bool) []string {
 	args := []string{bin}
 	if auth {
 		args = append(args, redisAuthConf(dir))
 	}
 	return append(args, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", dir)
+		"--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", dir, "--dbfilename", rdbFile(port))
+}
+
+// rdbFile is the snapshot file of the node on port, in the run directory.
+func rdbFile(port int) string { return "redis-" + strconv.Itoa(port) + ".rdb" }
+
+// removeRDB removes the nodes' snapshot files (their own names only, and
+// the shared default one an earlier version let the standby write), so that
+// every up starts empty nodes, as the stock's seed expects.
+func removeRDB(dir string, nodes []*Proc) error {
+	var errs []error
+	for _, name := range []string{"dump.rdb"} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	for _, n := range nodes {
+		if err := os.Remove(filepath.Join(dir, rdbFile(portOf(n.Addr)))); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // serviceEnv keeps the service's own variables (INVENTORY_*) of environ:
@@ -181,6 +207,9 @@ func (c *Cluster) start(ctx context.Context, cfg Config) error {
 			return err
 		}
 	}
+	if err := removeRDB(c.dir, c.redisNodes()); err != nil { // a crash may have left them
+		return err
+	}
 	if err := c.startAll(ctx, ptrs(c.State.Redis), 10*time.Second); err != nil {
 		return err
 	}
@@ -190,6 +219,15 @@ func (c *Cluster) start(ctx context.Context, cfg Config) error {
 		}
 	}
 	if err := c.startAll(ctx, ptrs(c.State.Etcd), 20*time.Second); err != nil {
+		return err
+	}
+	if err := installDB(ctx, c.dir); err != nil {
+		return err
+	}
+	if err := c.startAll(ctx, []*Proc{c.State.DB}, 20*time.Second); err != nil {
+		return err
+	}
+	if err := setupDB(ctx, c.dir, c.State.RedisPassword); err != nil {
 		return err
 	}
 	if t := c.State.Toxiproxy; t != nil {
@@ -231,9 +269,9 @@ func (c *Cluster) start(ctx context.Context, cfg Config) error {
 	if cfg.Port != 80 {
 		url += ":" + strconv.Itoa(cfg.Port)
 	}
-	say("up: nginx %s -> %d replicas (%s...) with -lock %s -work %s, GOMAXPROCS %s; redis %s...; etcd %s...; logs in %s",
+	say("up: nginx %s -> %d replicas (%s...) with -lock %s -work %s, GOMAXPROCS %s; redis %s...; etcd %s...; mariadb %s; logs in %s",
 		url, cfg.Replicas, c.State.Replicas[0].Addr, cfg.Lock, cfg.Work, gomaxprocs(cfg.Replicas), c.State.Redis[0].Addr,
-		c.State.Etcd[0].Addr, cfg.Dir)
+		c.State.Etcd[0].Addr, c.State.DB.Addr, cfg.Dir)
 	say("the lab: open %s/ in a browser", url)
 	say("try: curl -X POST %s/sale    |    go run ./loadtest -url %s/sale -lock all    |    make down", url, url)
 	if cfg.AdminToken != "" {

@@ -50,7 +50,12 @@ func read(t *testing.T, path string) page {
 	text := string(raw)
 	p := page{path: path, prose: fence.ReplaceAllString(text, ""), anchors: map[string]bool{}}
 	for _, block := range fence.FindAllString(text, -1) {
-		p.code += block + "\n"
+		// Commands are in shell blocks (or unmarked ones); a Go, Lua or SQL
+		// excerpt's comments are prose.
+		info, _, _ := strings.Cut(strings.TrimPrefix(block, "```"), "\n")
+		if slices.Contains([]string{"", "sh", "bash", "shell", "console"}, strings.TrimSpace(info)) {
+			p.code += block + "\n"
+		}
 	}
 	seen := map[string]int{}
 	for _, m := range heading.FindAllStringSubmatch(p.prose, -1) {

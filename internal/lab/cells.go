@@ -135,6 +135,10 @@ func (l *Lab) execCell(ctx context.Context, s scenario.Scenario, res CellResult)
 		res.Status, res.Error = "failed", s.Name+" needs the fault proxies: a cluster started by make lab (FAULTS=1)"
 		return res
 	}
+	if why := env.Lacks(res.Lock); why != "" {
+		res.Status, res.Error = "failed", why
+		return res
+	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	c, err := s.Run(ctx, env, res.Lock)

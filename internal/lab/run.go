@@ -193,6 +193,13 @@ func (l *Lab) start(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "the nemesis needs a cluster to fault: start the lab with make lab")
 		return
 	}
+	if slices.Contains(s.Locks, "db") {
+		h, err := loadtest.Health(loadtest.Config{URL: l.cfg.SaleURL, Client: loadtest.NewClient(1)})
+		if err == nil && h.Settings["db"] == "false" {
+			writeError(w, http.StatusBadRequest, api.CodeBadRequest, "db: the replicas have no database (-db); the local cluster (make up) has one, the Compose stack not yet")
+			return
+		}
+	}
 	r := &run{ID: history.RunID(), settings: s, started: time.Now(), status: "running"}
 	ctx, done, ok := l.claim(w, "run", r.ID)
 	if !ok {

@@ -129,6 +129,8 @@ func (s *stack) probe(ctx context.Context, n Node) NodeHealth {
 		err = pingRedis(ctx, n.Addr)
 	case "etcd":
 		_, err = s.get(ctx, "http://"+n.Addr+"/health")
+	case "mariadb":
+		err = hello(ctx, n.Addr, nil)
 	}
 	switch {
 	case err == nil:
@@ -168,6 +170,13 @@ func (e *statusError) Error() string { return "answered " + e.status }
 // frozen, with no password needed (an unauthenticated PING is answered with
 // an error, which is an answer).
 func pingRedis(ctx context.Context, addr string) error {
+	return hello(ctx, addr, []byte("PING\r\n"))
+}
+
+// hello sends say to addr (nothing when nil) and waits for the first bytes
+// of an answer: a MariaDB server greets every connection unasked, so an
+// answer needs no credentials, and a frozen one sends nothing.
+func hello(ctx context.Context, addr string, say []byte) error {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -177,8 +186,10 @@ func pingRedis(ctx context.Context, addr string) error {
 	if deadline, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(deadline)
 	}
-	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
-		return err
+	if say != nil {
+		if _, err := conn.Write(say); err != nil {
+			return err
+		}
 	}
 	var b [64]byte
 	if _, err := conn.Read(b[:]); err != nil {

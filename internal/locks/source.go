@@ -16,13 +16,13 @@ import (
 
 //go:embed v1_mutex/mutex.go v3_setnx/setnx.go v3_setnx/*.lua v6_lua/lua.go v6_lua/*.lua
 //go:embed v7_reentrant/reentrant.go v7_reentrant/*.lua v8_watchdog/watchdog.go v8_watchdog/*.lua
-//go:embed redlock/redlock.go etcd/etcd.go
+//go:embed redlock/redlock.go etcd/etcd.go db/db.go db/*.sql
 var sources embed.FS
 
 // Packages are each version's package here; none and atomic have none (the
 // sale's own code is theirs).
 var Packages = map[string]string{"v1": "v1_mutex", "v2": "v1_mutex", "v3": "v3_setnx", "v4": "v3_setnx", "v5": "v3_setnx",
-	"v6": "v6_lua", "v7": "v7_reentrant", "v8": "v8_watchdog", "redlock": "redlock", "etcd": "etcd"}
+	"v6": "v6_lua", "v7": "v7_reentrant", "v8": "v8_watchdog", "redlock": "redlock", "etcd": "etcd", "db": "db"}
 
 // File is one source file: its path in the repository, and its text.
 type File struct {
@@ -31,7 +31,7 @@ type File struct {
 }
 
 // Code returns the files of version's package: its Go code first, then its
-// Lua scripts, each by name; nil for a version with no package of its own.
+// scripts (Lua, or the database lock's SQL), each by name; nil for a version with no package of its own.
 func Code(version string) []File {
 	dir, ok := Packages[version]
 	if !ok {
@@ -44,7 +44,7 @@ func Code(version string) []File {
 		files = append(files, File{Path: "internal/locks/" + dir + "/" + e.Name(), Text: string(raw)})
 	}
 	slices.SortStableFunc(files, func(a, b File) int {
-		return boolInt(strings.HasSuffix(a.Path, ".lua")) - boolInt(strings.HasSuffix(b.Path, ".lua"))
+		return boolInt(!strings.HasSuffix(a.Path, ".go")) - boolInt(!strings.HasSuffix(b.Path, ".go"))
 	})
 	return files
 }
@@ -62,7 +62,7 @@ var excerpted = []string{"TryAcquire", "acquire", "release", "watched", "run"}
 
 // Excerpt is version's code for the docs: the functions of its Go code
 // that take and release the lock (with their doc comments), in file order,
-// then its Lua scripts whole; nil for a version with no package of its own.
+// then its scripts whole; nil for a version with no package of its own.
 func Excerpt(version string) []File {
 	var out []File
 	for _, f := range Code(version) {

@@ -7,7 +7,7 @@ import (
 )
 
 // Every file of a version's package that the service is built from (its
-// Go files but the tests, its Lua scripts) is embedded, text for text: a
+// Go files but the tests, its Lua or SQL scripts) is embedded, text for text: a
 // file added to a package and not to the embed list fails here.
 func TestCodeIsTheSource(t *testing.T) {
 	for version, dir := range Packages {
@@ -18,7 +18,7 @@ func TestCodeIsTheSource(t *testing.T) {
 		var want []string
 		for _, e := range entries {
 			name := e.Name()
-			if (strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go")) || strings.HasSuffix(name, ".lua") {
+			if (strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go")) || strings.HasSuffix(name, ".lua") || strings.HasSuffix(name, ".sql") {
 				want = append(want, name)
 			}
 		}

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
+	"github.com/go-sql-driver/mysql"
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/locks/handoff"
@@ -35,6 +37,10 @@ type Env struct {
 	// Etcd is a client of the etcd lock's cluster: its lock is watched
 	// there (the keys under LockKey + "/"), as the others' in Redis.
 	Etcd *clientv3.Client
+	// DB is the database lock's MariaDB (nil: the cluster has none): its
+	// lock is watched there, in its row. DBNode is its process.
+	DB     *sql.DB
+	DBNode string
 	// Replicas are two replicas, each reached directly; StockNode is the
 	// process of the stock's (and single-node locks') Redis node, SpareNodes
 	// the ones only redlock uses, EtcdMembers the etcd lock's members, by
@@ -118,6 +124,9 @@ func (e Env) Close() error {
 	}
 	for _, c := range e.SpareRedis {
 		errs = append(errs, c.Close())
+	}
+	if e.DB != nil {
+		errs = append(errs, e.DB.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -205,6 +214,11 @@ func (e Env) ClearLock(ctx context.Context, lock string) error {
 			return fmt.Errorf("scenario: etcd: %w", err)
 		}
 	}
+	if lock == "db" && e.DB != nil { // freed, its token kept (a fresh table has no row)
+		if _, err := e.DB.ExecContext(ctx, "UPDATE locklab_locks SET owner = '', expires_at = '1970-01-01 00:00:01' WHERE name = ?", e.LockKey); err != nil && !dbNoTable(err) {
+			return fmt.Errorf("scenario: db: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -282,6 +296,17 @@ func (e Env) waitLock(ctx context.Context, exists bool, limit time.Duration) err
 // in Redis, or for etcd a key exists under its prefix (a holder's, or a
 // waiter's behind it).
 func (e Env) locked(ctx context.Context) (bool, error) {
+	if e.lock == "db" {
+		if e.DB == nil {
+			return false, errors.New("scenario: no database to watch the db lock")
+		}
+		var n int
+		err := e.DB.QueryRowContext(ctx, "SELECT COUNT(*) FROM locklab_locks WHERE name = ? AND owner <> '' AND expires_at >= NOW(6)", e.LockKey).Scan(&n)
+		if dbNoTable(err) {
+			return false, nil // nobody has taken it yet
+		}
+		return n > 0, err
+	}
 	if e.lock != "etcd" {
 		n, err := e.Redis.Exists(ctx, e.LockKey).Result()
 		return n == 1, err
@@ -316,4 +341,20 @@ func (e Env) waitUntil(ctx context.Context, limit time.Duration, cond func() (bo
 		case <-time.After(2 * time.Millisecond): // polling the observable state
 		}
 	}
+}
+
+// dbNoTable reports MariaDB's "table doesn't exist": the lock's first
+// attempt makes it.
+func dbNoTable(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1146
+}
+
+// Lacks says what the Env lacks to run lock's cells ("": nothing): the
+// Compose stack has no database yet.
+func (e Env) Lacks(lock string) string {
+	if lock == "db" && e.DB == nil {
+		return "this stack has no database for the db lock (the local cluster has one)"
+	}
+	return ""
 }

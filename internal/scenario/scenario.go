@@ -377,11 +377,15 @@ func nodeDown(ctx context.Context, e Env, lock string, before int64) (observed, 
 		}
 		return fmt.Sprintf("oversold %d", oversold), detail, nil
 	}
-	thaw, err := e.freeze(e.StockNode)
+	node := e.StockNode // the single-node locks' node, the stock's too
+	if lock == "db" {
+		node = e.DBNode // the database: the stock is elsewhere, and stays reachable
+	}
+	thaw, err := e.freeze(node)
 	if err != nil {
 		return "", "", err
 	}
-	e.mark(e.StockNode + " frozen")
+	e.mark(node + " frozen")
 	defer func() { err = also(err, thaw()) }()
 	replies := e.fire(ctx, lock, 5)
 	if err := thaw(); err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/dbtest"
 	"github.com/locklab/locklab/internal/etcdtest"
 	"github.com/locklab/locklab/internal/history"
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
@@ -61,6 +62,9 @@ func newStack(t testing.TB, o options) *stack {
 		LockKey: api.DefaultLockKey, Retry: time.Millisecond, RedlockRetry: time.Millisecond}
 	if o.lock == "etcd" && !o.noEtcd { // one real member: the etcd row's cluster tests are the guard's
 		deps.Etcd = etcdtest.Start(t, 1).Client()
+	}
+	if o.lock == "db" { // a real MariaDB: the guard's own tests are its failures'
+		deps.DB = dbtest.Start(t).DB()
 	}
 	all := versions.BuildAll(deps, variants)
 	if o.lock == "" {
@@ -164,7 +168,7 @@ func TestLockOverride(t *testing.T) {
 	on.expect(t, on.do(t, "POST", "/sale?lock=v7", ""), 200, map[string]any{"lock": "v7", "sold": true})
 	r := on.do(t, "POST", "/sale?lock=v9", "")
 	on.expect(t, r, 400, map[string]any{"code": "unknown_lock"})
-	if !strings.Contains(r.body["error"].(string), "none v1 v2 v3 v4 v5 v6 v7 v8 redlock etcd atomic") {
+	if !strings.Contains(r.body["error"].(string), strings.Join(versions.Names(), " ")) {
 		t.Fatalf("error %q does not list the versions", r.body["error"])
 	}
 	if on.stock(t) != "4" {

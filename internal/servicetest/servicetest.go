@@ -21,7 +21,7 @@ import (
 )
 
 // Start runs the replica called name (-lock v1, -lock-override, polling
-// every millisecond, its history kept) and returns its base URL: /sale,
+// every millisecond, its history kept, no database: db answers 503) and returns its base URL: /sale,
 // /stock, /history, and /replica/NAME/... for each. Stopped by the test's
 // cleanup.
 func Start(tb testing.TB, name string) string {
@@ -33,7 +33,9 @@ func Start(tb testing.TB, name string) string {
 	svc := sale.New(srv.Client(), sale.Options{})
 	h := server.New(server.Config{Seller: svc, Versions: all, Default: poll, Names: versions.Names(),
 		Lock: "v1", Override: true, Replica: name, Log: slog.New(slog.DiscardHandler),
-		Ready: func(context.Context) error { return nil }, History: history.NewRing(10000)})
+		Ready: func(context.Context) error { return nil }, History: history.NewRing(10000),
+		Settings: map[string]string{"lock": "v1", "db": "false"}}) // no database, as the Compose stack
+
 	mux := http.NewServeMux()
 	mux.Handle("/replica/"+name+"/", http.StripPrefix("/replica/"+name, h))
 	mux.Handle("/", h)

@@ -6,6 +6,7 @@ package versions
 
 import (
 	"context"
+	"database/sql"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/lease"
+	dblock "github.com/locklab/locklab/internal/locks/db"
 	etcdlock "github.com/locklab/locklab/internal/locks/etcd"
 	"github.com/locklab/locklab/internal/locks/redlock"
 	"github.com/locklab/locklab/internal/locks/replicaack"
@@ -101,7 +103,10 @@ type Deps struct {
 	Redlock []redis.UniversalClient // the independent Redlock nodes
 	// Etcd is the etcd lock's cluster; nil: the etcd version answers every
 	// sale with an error (unavailable), as a node that is down would.
-	Etcd    *clientv3.Client
+	Etcd *clientv3.Client
+	// DB is the database lock's MariaDB; nil: the db version answers every
+	// sale with an error (unavailable).
+	DB      *sql.DB
 	LockKey string        // default api.DefaultLockKey, the tutorial's
 	TTL     time.Duration // the lease (v4 on); default 20 s, the tutorial's
 	Retry   time.Duration // mean wait between polls, single-node locks; default 20 ms
@@ -198,6 +203,7 @@ func Build(d Deps, v Variant) map[string]sale.Method {
 		"v8":      single("v8", watchdog.New(d.Redis, hash, d.Log.With("lock", "v8"), d.Observer)),
 		"redlock": polled("redlock", redlock.New(d.Redlock, redlock.Options{Key: key, TTL: ttl, Fence: fence}), d.RedlockRetry, domain("redlock")),
 		"etcd":    {Name: "etcd", Lock: d.etcd(key, ttl, fence), Fence: domain("etcd"), Wait: "watch"},
+		"db":      d.db(key, ttl, fence, domain("db")),
 		"atomic":  {Name: "atomic", Atomic: true},
 	}
 	rl := methods["redlock"]
@@ -260,6 +266,22 @@ func (c counted) Acquire(ctx context.Context, owner string) (lease.Lease, error)
 	}
 	return c.l.Acquire(ctx, owner)
 }
+
+// db is the database lock, polled as the single-node locks poll.
+func (d Deps) db(key string, ttl time.Duration, fence bool, domain string) sale.Method {
+	if d.DB == nil {
+		return sale.Method{Name: "db", Lock: noDB{}, Fence: domain, Wait: "poll"}
+	}
+	g := dblock.New(d.DB, dblock.Options{Key: key, TTL: ttl, Fence: fence})
+	return sale.Method{Name: "db", Lock: retry.Poll(g, d.Retry, d.counter("db", "poll")), Fence: domain, Wait: "poll"}
+}
+
+// ErrNoDB is the db version's error when the service has no database.
+var ErrNoDB = errors.New("versions: no database configured (-db)")
+
+type noDB struct{}
+
+func (noDB) Acquire(context.Context, string) (lease.Lease, error) { return nil, ErrNoDB }
 
 // ErrNoEtcd is the etcd version's error when the service has no etcd
 // client.

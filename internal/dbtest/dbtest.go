@@ -1,0 +1,186 @@
+// Package dbtest starts a real MariaDB server for tests (Debian's
+// mariadb-server) on a free loopback port, with its own data directory,
+// stopped when the test ends. No mock database: the lock's behaviour is
+// InnoDB's, row locks and clock included.
+package dbtest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/locklab/locklab/internal/redistest"
+)
+
+// Server is a running MariaDB.
+type Server struct {
+	Addr string // 127.0.0.1:port
+	tb   testing.TB
+	args []string
+
+	mu     sync.Mutex
+	proc   *os.Process
+	exited chan struct{}
+}
+
+// Database is the database the tests' tables live in.
+const Database = "locklab"
+
+// Start makes a data directory, starts the server and waits until it
+// answers. It fails the test, saying how to install MariaDB, when the
+// binaries are missing.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	for _, bin := range []string{"mariadbd", "mariadb-install-db"} {
+		if _, err := look(bin); err != nil {
+			tb.Fatalf("%s not found; the tests need a real MariaDB: apt-get install mariadb-server (Debian/Ubuntu)", bin)
+		}
+	}
+	dir := tb.TempDir()
+	data := filepath.Join(dir, "data")
+	install, _ := look("mariadb-install-db")
+	out, err := exec.Command(install, "--no-defaults", "--datadir="+data, "--auth-root-authentication-method=normal",
+		"--skip-test-db", "--user="+user()).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("mariadb-install-db: %v\n%s", err, out)
+	}
+	port := redistest.FreePort(tb)
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), tb: tb, args: Args(data, dir, port)}
+	if err := s.start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Stop)
+	db := s.open("")
+	defer db.Close()
+	if _, err := db.Exec("CREATE DATABASE IF NOT EXISTS " + Database); err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// Args are mariadbd's arguments for a server with its data in data, its
+// socket and pid in dir, listening on 127.0.0.1:port only, small: a lock
+// table needs no big buffer pool.
+func Args(data, dir string, port int) []string {
+	return []string{"--no-defaults", "--datadir=" + data, "--socket=" + filepath.Join(dir, "mariadb.sock"),
+		"--pid-file=" + filepath.Join(dir, "mariadb.pid"), "--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1",
+		"--user=" + user(), "--skip-name-resolve", "--innodb-buffer-pool-size=16M", "--log-error=" + filepath.Join(dir, "mariadb.err")}
+}
+
+// user is the account mariadbd runs as: root must say so.
+func user() string {
+	if os.Geteuid() == 0 {
+		return "root"
+	}
+	return strconv.Itoa(os.Geteuid())
+}
+
+// look finds a MariaDB binary: Debian puts mariadbd in /usr/sbin, which a
+// non-root PATH may lack.
+func look(bin string) (string, error) {
+	if p, err := exec.LookPath(bin); err == nil {
+		return p, nil
+	}
+	for _, d := range []string{"/usr/sbin", "/usr/bin"} {
+		if p := filepath.Join(d, bin); isExec(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s: not found", bin)
+}
+
+func isExec(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode()&0o111 != 0
+}
+
+func (s *Server) start() error {
+	bin, err := look("mariadbd")
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, s.args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("mariadbd: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	s.mu.Lock()
+	s.proc, s.exited = cmd.Process, exited
+	s.mu.Unlock()
+	db := s.open("")
+	defer db.Close()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		select {
+		case <-exited:
+			return fmt.Errorf("mariadbd exited at start (its log: %s)", s.args[len(s.args)-1])
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := db.PingContext(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			s.Stop()
+			return fmt.Errorf("mariadbd on %s did not answer within 20 s: %w", s.Addr, err)
+		}
+	}
+}
+
+// DSN is the data source name of the tests' database.
+func (s *Server) DSN() string { return s.dsn(Database) }
+
+func (s *Server) dsn(database string) string {
+	c := mysql.NewConfig()
+	c.User, c.Net, c.Addr, c.DBName = "root", "tcp", s.Addr, database
+	c.Timeout, c.ReadTimeout, c.WriteTimeout = time.Second, 3*time.Second, 3*time.Second
+	return c.FormatDSN()
+}
+
+// DB opens the tests' database, closed when the test ends.
+func (s *Server) DB() *sql.DB {
+	db := s.open(Database)
+	s.tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+func (s *Server) open(database string) *sql.DB {
+	db, err := sql.Open("mysql", s.dsn(database))
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	return db
+}
+
+// Stop kills the server (SIGKILL: a crash) and waits until it is gone.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	p, exited := s.proc, s.exited
+	s.mu.Unlock()
+	if p == nil {
+		return
+	}
+	_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
+	<-exited
+}
+
+// Restart starts a stopped server again, with its data.
+func (s *Server) Restart() {
+	s.tb.Helper()
+	if err := s.start(); err != nil {
+		s.tb.Fatal(err)
+	}
+}

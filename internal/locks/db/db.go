@@ -1,0 +1,147 @@
+// Package db is the database family of seed 004: a lock table on a
+// MySQL-compatible server (MariaDB), one row per lock, the stock staying in
+// Redis as in every other version.
+//
+// The seed's recipe takes the lock with an INSERT (a duplicate key: taken)
+// and gives it back with an owner-checked DELETE, and leaves the rows whose
+// expiry has passed to "periodic cleanup": a holder that dies keeps the lock
+// until someone cleans up. Here one statement (acquire.sql) inserts the row
+// or takes it over once its hold has expired, so the crash ends with the
+// hold and two takers of one expired row cannot both win (the row's lock
+// in InnoDB orders them). The row is never deleted: a release empties it,
+// and its token, incremented by every acquisition, is the fencing token.
+//
+// Not copied from the seed either: its TryLock reads every INSERT error as
+// "taken", so a database that is down looks like a busy lock and the sale
+// waits for nothing; here only "held by another" is lease.ErrTaken, and any
+// other error is returned (the sale answers 503 unavailable).
+//
+// What it still gets wrong: the hold is a lease on the database's clock,
+// like v4-v7's on Redis's. A holder slower than its hold loses the lock
+// without knowing and writes after its successor, unless the stock checks
+// its token. And the database is one node: it down, nobody sells.
+package db
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/locklab/locklab/internal/lease"
+)
+
+//go:embed schema.sql
+var schema string
+
+//go:embed acquire.sql
+var acquireSQL string
+
+//go:embed release.sql
+var releaseSQL string
+
+// Options configure a Locker. The zero value is a 20 s hold on "lock".
+type Options struct {
+	Key string        // the lock's name: its row
+	TTL time.Duration // the hold; default 20 s
+	// Fence says that the lease carries the row's token (the stock checks
+	// it); without it the token is 0, as for every unfenced version.
+	Fence bool
+}
+
+// Locker takes and releases the lock in the table.
+type Locker struct {
+	db   *sql.DB
+	opts Options
+}
+
+// New returns a Locker on db. The table is made by Setup, or by the first
+// attempt that finds it missing.
+func New(db *sql.DB, opts Options) *Locker {
+	if opts.Key == "" {
+		opts.Key = "lock"
+	}
+	if opts.TTL <= 0 {
+		opts.TTL = 20 * time.Second
+	}
+	return &Locker{db: db, opts: opts}
+}
+
+// Setup makes the lock table when it is missing.
+func Setup(ctx context.Context, db *sql.DB) error {
+	if _, err := db.ExecContext(ctx, schema); err != nil {
+		return fmt.Errorf("db: lock table: %w", err)
+	}
+	return nil
+}
+
+// TryAcquire makes one attempt: the lock for owner, or lease.ErrTaken when
+// another holds it, or the database's error.
+func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, error) {
+	res, err := l.db.ExecContext(ctx, acquireSQL, l.opts.Key, owner, l.opts.TTL.Microseconds())
+	if noTable(err) { // a fresh database: make the table, then try again
+		if err = Setup(ctx, l.db); err == nil {
+			res, err = l.db.ExecContext(ctx, acquireSQL, l.opts.Key, owner, l.opts.TTL.Microseconds())
+		}
+	}
+	if err != nil {
+		// A reply lost after the statement ran may have given owner the
+		// lock: give it back, by owner, so that nobody holds it for nothing
+		// until it expires.
+		l.abandon(owner)
+		return nil, fmt.Errorf("db: acquire %s: %w", l.opts.Key, err)
+	}
+	rows, err := res.RowsAffected()
+	if err != nil {
+		return nil, fmt.Errorf("db: acquire %s: %w", l.opts.Key, err)
+	}
+	if rows == 0 {
+		return nil, lease.ErrTaken
+	}
+	var token int64
+	if l.opts.Fence {
+		if token, err = res.LastInsertId(); err != nil || token <= 0 {
+			l.abandon(owner)
+			return nil, fmt.Errorf("db: acquire %s: no token (%d): %w", l.opts.Key, token, err)
+		}
+	}
+	// Never known lost, as v4-v6's on Redis: the holder does not watch its
+	// hold run out (the lesson of the slow holder).
+	return lease.New(func(ctx context.Context) error { return l.release(ctx, owner) }, token, nil), nil
+}
+
+// noTable reports MariaDB's "table doesn't exist" (ER_NO_SUCH_TABLE).
+func noTable(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && me.Number == 1146
+}
+
+// release gives the lock back if owner still holds it.
+func (l *Locker) release(ctx context.Context, owner string) error {
+	res, err := l.db.ExecContext(ctx, releaseSQL, l.opts.Key, owner)
+	if err != nil {
+		return fmt.Errorf("db: release %s: %w", l.opts.Key, err)
+	}
+	rows, err := res.RowsAffected()
+	switch {
+	case err != nil:
+		return fmt.Errorf("db: release %s: %w", l.opts.Key, err)
+	case rows == 0:
+		return lease.ErrNotHeld
+	}
+	return nil
+}
+
+// abandon releases owner's hold, if the failed attempt made one, on its own
+// short deadline (the request's may be what ended).
+func (l *Locker) abandon(owner string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := l.release(ctx, owner); err != nil && !errors.Is(err, lease.ErrNotHeld) {
+		_ = err // the hold, if any, expires with its TTL
+	}
+}
