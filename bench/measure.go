@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/loadtest"
+	dblock "github.com/locklab/locklab/internal/locks/db"
 	"github.com/locklab/locklab/internal/locks/etcd"
 	"github.com/locklab/locklab/internal/locks/retry"
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
@@ -216,10 +218,20 @@ func newBench(ctx context.Context, o options, stderr io.Writer) (*bench, func(),
 	if err != nil {
 		return nil, nil, err
 	}
+	var dbc *sql.DB
+	if c.State.DB != nil {
+		if dbc, err = dblock.Open(c.State.DSN()); err != nil {
+			_ = ecli.Close()
+			return nil, nil, err
+		}
+	}
 	notifier := retry.NewNotifier(ctx, b.rdb, "bench:lock", 0, 0, nil)
 	closeBench := func() {
 		notifier.Close()
 		_ = ecli.Close()
+		if dbc != nil {
+			_ = dbc.Close()
+		}
 		_ = redisconn.CloseAll(b.nodes)
 		_ = b.rdb.Close()
 	}
@@ -228,7 +240,7 @@ func newBench(ctx context.Context, o options, stderr io.Writer) (*bench, func(),
 		closeBench()
 		return nil, nil, err
 	}
-	b.plan(ctx, versions.Deps{Redis: b.rdb, Redlock: b.nodes, Etcd: ecli, LockKey: "bench:lock", Notifier: notifier})
+	b.plan(ctx, versions.Deps{Redis: b.rdb, Redlock: b.nodes, Etcd: ecli, DB: dbc, LockKey: "bench:lock", Notifier: notifier})
 	return b, closeBench, nil
 }
 

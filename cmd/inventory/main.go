@@ -3,7 +3,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/locklab/locklab/internal/cli"
 	"github.com/locklab/locklab/internal/history"
+	dblock "github.com/locklab/locklab/internal/locks/db"
 	"github.com/locklab/locklab/internal/locks/etcd"
 	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/locklab/locklab/internal/metrics"
@@ -353,32 +353,19 @@ func gate(ctx context.Context, url string, stderr io.Writer) int {
 	return 0
 }
 
-// openDB is the database lock's pool of connections to dsn (nil for none).
-// It connects lazily, as the etcd client does: a replica whose database is
-// down serves every other version, and -lock db answers 503. Every call is
-// bounded (connect 2 s, each read and write 5 s) unless dsn says otherwise,
-// and the driver's own log lines go to log.
+// openDB is the database lock's pool of connections to dsn (nil for none):
+// lazy, as the etcd client is, so a replica whose database is down serves
+// every other version and -lock db answers 503. The driver's own log lines
+// go to log.
 func openDB(dsn string, log *slog.Logger) (*sql.DB, error) {
 	if dsn == "" {
 		return nil, nil
 	}
-	c, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("-db: %w", err)
-	}
-	c.Timeout = cmp.Or(c.Timeout, 2*time.Second)
-	c.ReadTimeout = cmp.Or(c.ReadTimeout, 5*time.Second)
-	c.WriteTimeout = cmp.Or(c.WriteTimeout, 5*time.Second)
 	_ = mysql.SetLogger(driverLog{log})
-	conn, err := mysql.NewConnector(c)
+	db, err := dblock.Open(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("-db: %w", err)
 	}
-	db := sql.OpenDB(conn)
-	// Polling waiters each make a statement every -retry: keep their
-	// connections instead of opening one per attempt.
-	db.SetMaxIdleConns(64)
-	db.SetConnMaxIdleTime(time.Minute)
 	return db, nil
 }
 

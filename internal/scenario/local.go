@@ -1,16 +1,15 @@
 package scenario
 
 import (
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/http"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
-	"github.com/go-sql-driver/mysql"
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/cluster"
+	"github.com/locklab/locklab/internal/locks/db"
 	"github.com/locklab/locklab/internal/locks/etcd"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/redis/go-redis/v9"
@@ -56,16 +55,10 @@ func Local(c *cluster.Cluster, h api.Health, adminToken string) (Env, error) {
 		env.Faults = toxiproxy.NewClient(s.Toxiproxy.Addr)
 	}
 	if s.DB != nil {
-		cfg, err := mysql.ParseDSN(s.DSN())
-		if err != nil {
+		if env.DB, err = db.Open(s.DSN()); err != nil {
 			return Env{}, err
 		}
-		cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 2*time.Second, 5*time.Second, 5*time.Second
-		conn, err := mysql.NewConnector(cfg)
-		if err != nil {
-			return Env{}, err
-		}
-		env.DB, env.DBNode = sql.OpenDB(conn), s.DB.Name
+		env.DBNode = s.DB.Name
 	}
 	if s.Standby != nil {
 		env.Standby, env.StandbyAddr = s.Standby.Name, s.Standby.Addr

@@ -23,6 +23,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	_ "embed"
@@ -57,6 +58,29 @@ type Options struct {
 type Locker struct {
 	db   *sql.DB
 	opts Options
+}
+
+// Open is a pool of connections to the MariaDB at dsn, as the lock uses it:
+// it connects lazily (a database that is down fails each attempt, not the
+// start), every call bounded (connect 2 s, each read and write 5 s) unless
+// dsn says otherwise, and idle connections kept for the pollers, who each
+// make a statement every few milliseconds.
+func Open(dsn string) (*sql.DB, error) {
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	c.Timeout = cmp.Or(c.Timeout, 2*time.Second)
+	c.ReadTimeout = cmp.Or(c.ReadTimeout, 5*time.Second)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, 5*time.Second)
+	conn, err := mysql.NewConnector(c)
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxIdleConns(64)
+	db.SetConnMaxIdleTime(time.Minute)
+	return db, nil
 }
 
 // New returns a Locker on db. The table is made by Setup, or by the first
