@@ -221,13 +221,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			// A stack with no database (the Compose stack, so far) has no db
 			// row: asked for by name, that is an error; in all, it is left
 			// out, saying so.
-			if s["db"] == "false" && slices.Contains(o.locks, "db") {
+			if s["db"] == "false" && slices.ContainsFunc(o.locks, versions.NeedsDB) {
 				if o.lockList != "all" {
-					fmt.Fprintln(stderr, "loadtest: -lock db: the replicas have no database (-db); the local cluster (make up) has one")
+					fmt.Fprintln(stderr, "loadtest: -lock db, db-seed: the replicas have no database (-db); the local cluster (make up) has one")
 					return 1
 				}
-				o.locks = slices.DeleteFunc(o.locks, func(l string) bool { return l == "db" })
-				fmt.Fprintln(stderr, "loadtest: db left out: the replicas have no database (-db); the local cluster (make up) has one")
+				o.locks = slices.DeleteFunc(o.locks, versions.NeedsDB)
+				fmt.Fprintln(stderr, "loadtest: db and db-seed left out: the replicas have no database (-db); the local cluster (make up) has one")
 			}
 			o.notes = append(o.notes, fmt.Sprintf("Replica settings, as %s reports them on /healthz: -ttl %s, -retry %s (jittered), "+
 				"-redlock-retry %s, -wait %s, -work %s (business time between reading and writing the stock), -acquire-timeout %s.",

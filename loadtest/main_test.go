@@ -121,7 +121,7 @@ func TestNoDatabase(t *testing.T) {
 	url := servicetest.Start(t, "inventory-1") + "/sale"
 	var stdout, stderr bytes.Buffer
 	if got := run(context.Background(), []string{"-url", url, "-lock", "v1,db", "-n", "2"}, noEnv, &stdout, &stderr); got != 1 ||
-		!strings.Contains(stderr.String(), "-lock db: the replicas have no database") {
+		!strings.Contains(stderr.String(), "the replicas have no database") {
 		t.Fatalf("-lock v1,db: exit %d, want 1 saying why\n%s", got, stderr.String())
 	}
 	stdout.Reset()
@@ -129,7 +129,7 @@ func TestNoDatabase(t *testing.T) {
 	if got := run(context.Background(), []string{"-url", url, "-lock", "all", "-n", "2", "-stock", "1", "-json"}, noEnv, &stdout, &stderr); got != 0 {
 		t.Fatalf("-lock all: exit %d\n%s", got, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "db left out") || strings.Contains(stdout.String(), `"lock":"db"`) || !strings.Contains(stdout.String(), `"lock":"atomic"`) {
+	if !strings.Contains(stderr.String(), "db-seed left out") || strings.Contains(stdout.String(), `"lock":"db`) || !strings.Contains(stdout.String(), `"lock":"atomic"`) {
 		t.Fatalf("-lock all on a stack with no database: stderr %q, stdout\n%s", stderr.String(), stdout.String())
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/checker"
 	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/versions"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -378,7 +379,7 @@ func nodeDown(ctx context.Context, e Env, lock string, before int64) (observed, 
 		return fmt.Sprintf("oversold %d", oversold), detail, nil
 	}
 	node := e.StockNode // the single-node locks' node, the stock's too
-	if lock == "db" {
+	if versions.NeedsDB(lock) {
 		node = e.DBNode // the database: the stock is elsewhere, and stays reachable
 	}
 	thaw, err := e.freeze(node)

@@ -63,7 +63,7 @@ func newStack(t testing.TB, o options) *stack {
 	if o.lock == "etcd" && !o.noEtcd { // one real member: the etcd row's cluster tests are the guard's
 		deps.Etcd = etcdtest.Start(t, 1).Client()
 	}
-	if o.lock == "db" { // a real MariaDB: the guard's own tests are its failures'
+	if versions.NeedsDB(o.lock) { // a real MariaDB: the guard's own tests are its failures'
 		deps.DB = dbtest.Start(t).DB()
 	}
 	all := versions.BuildAll(deps, variants)

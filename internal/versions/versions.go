@@ -203,6 +203,7 @@ func Build(d Deps, v Variant) map[string]sale.Method {
 		"v8":      single("v8", watchdog.New(d.Redis, hash, d.Log.With("lock", "v8"), d.Observer)),
 		"redlock": polled("redlock", redlock.New(d.Redlock, redlock.Options{Key: key, TTL: ttl, Fence: fence}), d.RedlockRetry, domain("redlock")),
 		"etcd":    {Name: "etcd", Lock: d.etcd(key, ttl, fence), Fence: domain("etcd"), Wait: "watch"},
+		"db-seed": d.dbSeed(key, ttl, domain("db-seed")),
 		"db":      d.db(key, ttl, fence, domain("db")),
 		"atomic":  {Name: "atomic", Atomic: true},
 	}
@@ -276,7 +277,19 @@ func (d Deps) db(key string, ttl time.Duration, fence bool, domain string) sale.
 	return sale.Method{Name: "db", Lock: retry.Poll(g, d.Retry, d.counter("db", "poll")), Fence: domain, Wait: "poll"}
 }
 
-// ErrNoDB is the db version's error when the service has no database.
+// dbSeed is the seed's own form of the database lock, polled.
+func (d Deps) dbSeed(key string, ttl time.Duration, domain string) sale.Method {
+	if d.DB == nil {
+		return sale.Method{Name: "db-seed", Lock: noDB{}, Fence: domain, Wait: "poll"}
+	}
+	g := dblock.NewSeed(d.DB, dblock.Options{Key: key, TTL: ttl})
+	return sale.Method{Name: "db-seed", Lock: retry.Poll(g, d.Retry, d.counter("db-seed", "poll")), Fence: domain, Wait: "poll"}
+}
+
+// NeedsDB says whether version runs on the service's database (-db).
+func NeedsDB(version string) bool { return version == "db" || version == "db-seed" }
+
+// ErrNoDB is the db versions' error when the service has no database.
 var ErrNoDB = errors.New("versions: no database configured (-db)")
 
 type noDB struct{}

@@ -112,6 +112,9 @@ func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, err
 			res, err = l.db.ExecContext(ctx, acquireSQL, l.opts.Key, owner, l.opts.TTL.Microseconds())
 		}
 	}
+	if contended(err) {
+		return nil, lease.ErrTaken
+	}
 	if err != nil {
 		// A reply lost after the statement ran may have given owner the
 		// lock: give it back, by owner, so that nobody holds it for nothing
@@ -136,6 +139,17 @@ func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, err
 	// Never known lost, as v4-v6's on Redis: the holder does not watch its
 	// hold run out (the lesson of the slow holder).
 	return lease.New(func(ctx context.Context) error { return l.release(ctx, owner) }, token, nil), nil
+}
+
+// contended reports that InnoDB gave up the statement for another
+// transaction on the same row: a deadlock it broke by rolling this one back
+// (ER_LOCK_DEADLOCK: two inserts of one key and a delete can make one), or a
+// lock wait that timed out. Nothing was changed, and another owner is taking
+// or giving back the lock: the attempt found it taken, and the next one
+// tries again.
+func contended(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
 }
 
 // noTable reports MariaDB's "table doesn't exist" (ER_NO_SUCH_TABLE).

@@ -132,3 +132,26 @@ func TestDatabaseDownIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The seed's form: one holder at a time; a holder that dies keeps the lock
+// past its row's expiry (nothing cleans up), so every later attempt is
+// refused; a database that is down is an error, not a taken lock.
+func TestSeedDeadHolderKeepsTheLock(t *testing.T) {
+	s := dbtest.Start(t)
+	rdb := redistest.Start(t).Client()
+	ctx := context.Background()
+	opts := db.Options{Key: "lock", TTL: 100 * time.Millisecond}
+	a, b := db.NewSeed(s.DB(), opts), db.NewSeed(s.DB(), opts)
+	locktest.Exclusion(t, rdb, locktest.Poll(a), locktest.Poll(b))
+	if _, err := a.TryAcquire(ctx, "dead"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // three times the row's expiry: what is under test
+	if _, err := b.TryAcquire(ctx, "next"); !errors.Is(err, lease.ErrTaken) {
+		t.Fatalf("after the dead holder's expiry: %v, want lease.ErrTaken (the seed never takes an expired row over)", err)
+	}
+	s.Stop()
+	if _, err := b.TryAcquire(ctx, "next"); err == nil || errors.Is(err, lease.ErrTaken) {
+		t.Fatalf("with the database down: %v, want an error that is not lease.ErrTaken", err)
+	}
+}

@@ -1,0 +1,77 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/locklab/locklab/internal/lease"
+)
+
+//go:embed seed_schema.sql
+var seedSchema string
+
+//go:embed seed_acquire.sql
+var seedAcquireSQL string
+
+//go:embed seed_release.sql
+var seedReleaseSQL string
+
+// Seed is the database lock exactly as seed 004 builds it (-lock db-seed):
+// an INSERT takes it, an owner-checked DELETE gives it back, and the row's
+// expiry waits for a cleanup that nothing runs. A holder that dies keeps
+// the lock for ever: every later sale waits until its deadline (the
+// tutorial's v3 on a database). Its one bug is not copied: the seed reads
+// every INSERT error as "taken"; here only a duplicate key is, and any other
+// error is returned (the sale answers 503, never waits on a database that
+// is down). No fencing token: the seed's row has none.
+type Seed struct {
+	db   *sql.DB
+	opts Options
+}
+
+// NewSeed returns the seed's lock on db (Options.Fence is ignored).
+func NewSeed(db *sql.DB, opts Options) *Seed {
+	return &Seed{db: db, opts: New(db, opts).opts}
+}
+
+// TryAcquire inserts the lock's row for owner, or answers lease.ErrTaken
+// when it is there.
+func (s *Seed) TryAcquire(ctx context.Context, owner string) (lease.Lease, error) {
+	_, err := s.db.ExecContext(ctx, seedAcquireSQL, s.opts.Key, owner, s.opts.TTL.Microseconds())
+	if noTable(err) {
+		if _, err = s.db.ExecContext(ctx, seedSchema); err == nil {
+			_, err = s.db.ExecContext(ctx, seedAcquireSQL, s.opts.Key, owner, s.opts.TTL.Microseconds())
+		}
+	}
+	var me *mysql.MySQLError
+	switch {
+	case errors.As(err, &me) && me.Number == 1062, contended(err): // ER_DUP_ENTRY: the row is there
+		return nil, lease.ErrTaken
+	case err != nil:
+		// A reply lost after the INSERT ran leaves a row nobody holds, for
+		// ever here: delete it, by owner.
+		actx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = s.release(actx, owner)
+		return nil, fmt.Errorf("db-seed: acquire %s: %w", s.opts.Key, err)
+	}
+	return lease.New(func(ctx context.Context) error { return s.release(ctx, owner) }, 0, nil), nil
+}
+
+// release deletes the row if owner holds it.
+func (s *Seed) release(ctx context.Context, owner string) error {
+	res, err := s.db.ExecContext(ctx, seedReleaseSQL, s.opts.Key, owner)
+	if err != nil {
+		return fmt.Errorf("db-seed: release %s: %w", s.opts.Key, err)
+	}
+	if rows, err := res.RowsAffected(); err != nil || rows == 0 {
+		return errors.Join(lease.ErrNotHeld, err)
+	}
+	return nil
+}

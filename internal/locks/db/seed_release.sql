@@ -1,0 +1,3 @@
+-- The seed's Unlock: an owner-checked DELETE. Arguments: name, owner. Rows
+-- affected: 1 released, 0 not held by owner.
+DELETE FROM locklab_seed_locks WHERE name = ? AND owner = ?
