@@ -29,9 +29,17 @@ const (
 // planDB lays out the MariaDB server.
 func planDB(dir string) *Proc {
 	return &Proc{Name: "mariadb", Addr: "127.0.0.1:" + strconv.Itoa(DBPort), Log: filepath.Join(dir, "mariadb.log"), Env: dbUmask,
-		Args: []string{lookPath("mariadbd"), "--no-defaults", "--datadir=" + dbData(dir), "--socket=" + dbSocket(dir),
-			"--pid-file=" + filepath.Join(dir, "mariadb.pid"), "--port=" + strconv.Itoa(DBPort), "--bind-address=127.0.0.1",
-			"--user=" + osUser(), "--skip-name-resolve", "--innodb-buffer-pool-size=16M", "--log-error=" + filepath.Join(dir, "mariadb.log")}}
+		Args: append([]string{lookPath("mariadbd")}, MariaDBArgs(dbData(dir), dir, DBPort)...)}
+}
+
+// MariaDBArgs are mariadbd's arguments (after its path) for a server with
+// its data in data, its socket, pid file and log in dir, listening on
+// 127.0.0.1:port only, running as OSUser, small: a lock table needs no big
+// buffer pool. The tests' servers (package dbtest) are started the same.
+func MariaDBArgs(data, dir string, port int) []string {
+	return []string{"--no-defaults", "--datadir=" + data, "--socket=" + dbSocket(dir),
+		"--pid-file=" + filepath.Join(dir, "mariadb.pid"), "--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1",
+		"--user=" + OSUser(), "--skip-name-resolve", "--innodb-buffer-pool-size=16M", "--log-error=" + filepath.Join(dir, "mariadb.log")}
 }
 
 // dbUmask makes MariaDB's files its owner's only: it sets its own umask
@@ -41,9 +49,9 @@ var dbUmask = []string{"UMASK=0600", "UMASK_DIR=0700"}
 func dbData(dir string) string   { return filepath.Join(dir, "mariadb.data") }
 func dbSocket(dir string) string { return filepath.Join(dir, "mariadb.sock") }
 
-// osUser is the account mariadbd runs as and its administrator's name: the
+// OSUser is the account mariadbd runs as and its administrator's name: the
 // install makes that account, reached by the socket as this OS user only.
-func osUser() string {
+func OSUser() string {
 	if os.Geteuid() == 0 {
 		return "root"
 	}
@@ -66,7 +74,7 @@ func installDB(ctx context.Context, dir string) error {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, lookPath("mariadb-install-db"), "--no-defaults", "--datadir="+dbData(dir),
-		"--auth-root-authentication-method=socket", "--skip-test-db", "--user="+osUser())
+		"--auth-root-authentication-method=socket", "--skip-test-db", "--user="+OSUser())
 	cmd.Env = append(os.Environ(), dbUmask...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("cluster: mariadb-install-db: %w\n%s", err, out)
@@ -77,7 +85,7 @@ func installDB(ctx context.Context, dir string) error {
 // admin is a connection to the database as its administrator, by the socket.
 func admin(dir string) (*sql.DB, error) {
 	c := mysql.NewConfig()
-	c.User, c.Net, c.Addr, c.Timeout = osUser(), "unix", dbSocket(dir), 2*time.Second
+	c.User, c.Net, c.Addr, c.Timeout = OSUser(), "unix", dbSocket(dir), 2*time.Second
 	conn, err := mysql.NewConnector(c)
 	if err != nil {
 		return nil, err

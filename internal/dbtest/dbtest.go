@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/redistest"
 )
 
@@ -50,12 +52,12 @@ func Start(tb testing.TB) *Server {
 	data := filepath.Join(dir, "data")
 	install, _ := look("mariadb-install-db")
 	out, err := exec.Command(install, "--no-defaults", "--datadir="+data, "--auth-root-authentication-method=normal",
-		"--skip-test-db", "--user="+user()).CombinedOutput()
+		"--skip-test-db", "--user="+cluster.OSUser()).CombinedOutput()
 	if err != nil {
 		tb.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
 	port := redistest.FreePort(tb)
-	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), tb: tb, args: Args(data, dir, port)}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), tb: tb, args: cluster.MariaDBArgs(data, dir, port)}
 	if err := s.start(); err != nil {
 		tb.Fatal(err)
 	}
@@ -66,23 +68,6 @@ func Start(tb testing.TB) *Server {
 		tb.Fatal(err)
 	}
 	return s
-}
-
-// Args are mariadbd's arguments for a server with its data in data, its
-// socket and pid in dir, listening on 127.0.0.1:port only, small: a lock
-// table needs no big buffer pool.
-func Args(data, dir string, port int) []string {
-	return []string{"--no-defaults", "--datadir=" + data, "--socket=" + filepath.Join(dir, "mariadb.sock"),
-		"--pid-file=" + filepath.Join(dir, "mariadb.pid"), "--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1",
-		"--user=" + user(), "--skip-name-resolve", "--innodb-buffer-pool-size=16M", "--log-error=" + filepath.Join(dir, "mariadb.err")}
-}
-
-// user is the account mariadbd runs as: root must say so.
-func user() string {
-	if os.Geteuid() == 0 {
-		return "root"
-	}
-	return strconv.Itoa(os.Geteuid())
 }
 
 // look finds a MariaDB binary: Debian puts mariadbd in /usr/sbin, which a
@@ -124,7 +109,7 @@ func (s *Server) start() error {
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		select {
 		case <-exited:
-			return fmt.Errorf("mariadbd exited at start (its log: %s)", s.args[len(s.args)-1])
+			return fmt.Errorf("mariadbd exited at start (its log: %s)", strings.TrimPrefix(s.args[len(s.args)-1], "--log-error="))
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

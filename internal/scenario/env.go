@@ -16,9 +16,9 @@ import (
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
-	"github.com/go-sql-driver/mysql"
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/history"
+	dblock "github.com/locklab/locklab/internal/locks/db"
 	"github.com/locklab/locklab/internal/locks/handoff"
 	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/locklab/locklab/internal/versions"
@@ -215,13 +215,13 @@ func (e Env) ClearLock(ctx context.Context, lock string) error {
 			return fmt.Errorf("scenario: etcd: %w", err)
 		}
 	}
-	if lock == "db" && e.DB != nil { // freed, its token kept (a fresh table has no row)
-		if _, err := e.DB.ExecContext(ctx, "UPDATE locklab_locks SET owner = '', expires_at = '1970-01-01 00:00:01' WHERE name = ?", e.LockKey); err != nil && !dbNoTable(err) {
+	if lock == "db" && e.DB != nil { // freed, its token kept
+		if err := dblock.Clear(ctx, e.DB, e.LockKey); err != nil {
 			return fmt.Errorf("scenario: db: %w", err)
 		}
 	}
-	if lock == "db-seed" && e.DB != nil { // a dead holder's row stays for ever: the cleanup the seed leaves to someone
-		if _, err := e.DB.ExecContext(ctx, "DELETE FROM locklab_seed_locks WHERE name = ?", e.LockKey); err != nil && !dbNoTable(err) {
+	if lock == "db-seed" && e.DB != nil { // a dead holder's row stays for ever
+		if err := dblock.SeedClear(ctx, e.DB, e.LockKey); err != nil {
 			return fmt.Errorf("scenario: db-seed: %w", err)
 		}
 	}
@@ -306,16 +306,10 @@ func (e Env) locked(ctx context.Context) (bool, error) {
 		if e.DB == nil {
 			return false, errors.New("scenario: no database to watch the " + e.lock + " lock")
 		}
-		query := "SELECT COUNT(*) FROM locklab_locks WHERE name = ? AND owner <> '' AND expires_at >= NOW(6)"
-		if e.lock == "db-seed" { // its row is the lock, expired or not
-			query = "SELECT COUNT(*) FROM locklab_seed_locks WHERE name = ?"
+		if e.lock == "db-seed" {
+			return dblock.SeedHeld(ctx, e.DB, e.LockKey)
 		}
-		var n int
-		err := e.DB.QueryRowContext(ctx, query, e.LockKey).Scan(&n)
-		if dbNoTable(err) {
-			return false, nil // nobody has taken it yet
-		}
-		return n > 0, err
+		return dblock.Held(ctx, e.DB, e.LockKey)
 	}
 	if e.lock != "etcd" {
 		n, err := e.Redis.Exists(ctx, e.LockKey).Result()
@@ -351,13 +345,6 @@ func (e Env) waitUntil(ctx context.Context, limit time.Duration, cond func() (bo
 		case <-time.After(2 * time.Millisecond): // polling the observable state
 		}
 	}
-}
-
-// dbNoTable reports MariaDB's "table doesn't exist": the lock's first
-// attempt makes it.
-func dbNoTable(err error) bool {
-	var me *mysql.MySQLError
-	return errors.As(err, &me) && me.Number == 1146
 }
 
 // Lacks says what the Env lacks to run lock's cells ("": nothing): the

@@ -1,0 +1,50 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+)
+
+// What the scenarios need to watch and reset the database locks from
+// outside, as they watch a Redis lock's key: here, beside the tables they
+// read, so that nobody else writes this SQL. A table not made yet (no
+// attempt so far) holds nothing.
+
+// Held reports whether key's lock is held in the lock table: a holder
+// whose hold has not expired.
+func Held(ctx context.Context, db *sql.DB, key string) (bool, error) {
+	return count(ctx, db, "SELECT COUNT(*) FROM locklab_locks WHERE name = ? AND owner <> '' AND expires_at >= NOW(6)", key)
+}
+
+// Clear frees key's lock in the lock table, its token kept.
+func Clear(ctx context.Context, db *sql.DB, key string) error {
+	return exec(ctx, db, "UPDATE locklab_locks SET owner = '', expires_at = '1970-01-01 00:00:01' WHERE name = ?", key)
+}
+
+// SeedHeld reports whether key's row is in the seed's table: expired or
+// not, the row is the lock.
+func SeedHeld(ctx context.Context, db *sql.DB, key string) (bool, error) {
+	return count(ctx, db, "SELECT COUNT(*) FROM locklab_seed_locks WHERE name = ?", key)
+}
+
+// SeedClear deletes key's row from the seed's table: the cleanup the seed
+// leaves to someone.
+func SeedClear(ctx context.Context, db *sql.DB, key string) error {
+	return exec(ctx, db, "DELETE FROM locklab_seed_locks WHERE name = ?", key)
+}
+
+func count(ctx context.Context, db *sql.DB, query, key string) (bool, error) {
+	var n int
+	err := db.QueryRowContext(ctx, query, key).Scan(&n)
+	if noTable(err) {
+		return false, nil
+	}
+	return n > 0, err
+}
+
+func exec(ctx context.Context, db *sql.DB, stmt, key string) error {
+	if _, err := db.ExecContext(ctx, stmt, key); err != nil && !noTable(err) {
+		return err
+	}
+	return nil
+}
