@@ -16,7 +16,7 @@ import (
 
 //go:embed v1_mutex/mutex.go v3_setnx/setnx.go v3_setnx/*.lua v6_lua/lua.go v6_lua/*.lua
 //go:embed v7_reentrant/reentrant.go v7_reentrant/*.lua v8_watchdog/watchdog.go v8_watchdog/*.lua
-//go:embed redlock/redlock.go etcd/etcd.go db/db.go db/seed.go db/*.sql
+//go:embed redlock/redlock.go etcd/etcd.go db/db.go db/seed.go db/watch.go db/*.sql
 var sources embed.FS
 
 // Packages are each version's package here; none and atomic have none (the
