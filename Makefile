@@ -113,6 +113,10 @@ check-tools:
 	  echo "MariaDB is not installed; the tests of the db lock start real MariaDB servers."; \
 	  echo "Install it: sudo apt-get install mariadb-server (Debian/Ubuntu), brew install mariadb (macOS)"; \
 	  exit 1; }
+	@[ -f /usr/share/java/zookeeper.jar ] && command -v java >/dev/null 2>&1 || { \
+	  echo "ZooKeeper is not installed; the tests of the zk lock start real ZooKeeper ensembles."; \
+	  echo "Install it: sudo apt-get install zookeeper (Debian/Ubuntu: its jar in /usr/share/java, and a JRE)"; \
+	  exit 1; }
 
 up:
 	@$(CLUSTER) up
@@ -133,7 +137,7 @@ demo:
 	@$(CLUSTER) up
 	@status=0; \
 	$(GO) run ./loadtest -url $(URL)/sale -lock all -wait all -out $(REPORT) \
-	  -note "Local cluster (make up): $(REPLICAS) replicas behind nginx, three independent redis-server nodes (no persistence), three etcd members." \
+	  -note "Local cluster (make up): $(REPLICAS) replicas behind nginx, three independent redis-server nodes (no persistence), three etcd members, three ZooKeeper members, one MariaDB." \
 	  || status=$$?; \
 	$(CLUSTER) down; \
 	echo "report: $(REPORT)"; \

@@ -17,6 +17,7 @@ import (
 	"github.com/locklab/locklab/internal/locks/etcd"
 	"github.com/locklab/locklab/internal/locks/retry"
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
+	zklock "github.com/locklab/locklab/internal/locks/zk"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/locklab/locklab/internal/versions"
@@ -225,9 +226,26 @@ func newBench(ctx context.Context, o options, stderr io.Writer) (*bench, func(),
 			return nil, nil, err
 		}
 	}
+	var zks *zklock.Session
+	if len(c.State.ZK) > 0 {
+		var servers []string
+		for _, m := range c.State.ZK {
+			servers = append(servers, m.Addr)
+		}
+		if zks, err = zklock.Dial(servers, zklock.SessionOptions{Timeout: 20 * time.Second}); err != nil {
+			_ = ecli.Close()
+			if dbc != nil {
+				_ = dbc.Close()
+			}
+			return nil, nil, err
+		}
+	}
 	notifier := retry.NewNotifier(ctx, b.rdb, "bench:lock", 0, 0, nil)
 	closeBench := func() {
 		notifier.Close()
+		if zks != nil {
+			zks.Close()
+		}
 		_ = ecli.Close()
 		if dbc != nil {
 			_ = dbc.Close()
@@ -240,7 +258,7 @@ func newBench(ctx context.Context, o options, stderr io.Writer) (*bench, func(),
 		closeBench()
 		return nil, nil, err
 	}
-	b.plan(ctx, versions.Deps{Redis: b.rdb, Redlock: b.nodes, Etcd: ecli, DB: dbc, LockKey: "bench:lock", Notifier: notifier})
+	b.plan(ctx, versions.Deps{Redis: b.rdb, Redlock: b.nodes, Etcd: ecli, DB: dbc, ZK: zks, LockKey: "bench:lock", Notifier: notifier})
 	return b, closeBench, nil
 }
 

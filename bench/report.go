@@ -36,6 +36,7 @@ const (
 	handoffFloor = 0.4  // v3-v8 handed off
 	redlockFloor = 0.25 // redlock, which polls its three nodes
 	etcdFloor    = 0.3  // etcd, which waits on a watch and writes through Raft
+	zkFloor      = 0.3  // zk, which waits on a watch and writes through ZAB
 	dbFloor      = 0.15 // db, which polls a row of its database, as v3-v8 poll Redis
 )
 
@@ -48,6 +49,8 @@ func goal(row Row) (min float64, floor bool) {
 		return redlockFloor, true
 	case row.Lock == "etcd":
 		return etcdFloor, true
+	case row.Lock == "zk":
+		return zkFloor, true
 	case row.Lock == "db":
 		return dbFloor, true
 	case row.Wait == "handoff":

@@ -162,7 +162,7 @@ func TestLocalCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := len(c.State.Redis) + len(c.State.Etcd) + len(c.State.Replicas) + 3; len(sockets) != want { // + nginx, the lab and MariaDB
+	if want := len(c.State.Redis) + len(c.State.Etcd) + len(c.State.ZK) + len(c.State.Replicas) + 3; len(sockets) != want { // + nginx, the lab and MariaDB
 		t.Errorf("listening sockets found for %d processes, want %d: %v", len(sockets), want, sockets)
 	}
 	for name, addrs := range sockets {

@@ -218,16 +218,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// Say in the report what the replicas ran with, as they report it.
 		if h, err := loadtest.Health(o.cfg); err == nil && len(h.Settings) > 0 {
 			s := h.Settings
-			// A stack with no database (the Compose stack, so far) has no db
-			// row: asked for by name, that is an error; in all, it is left
-			// out, saying so.
-			if s["db"] == "false" && slices.ContainsFunc(o.locks, versions.NeedsDB) {
+			// A stack with no database or no ZooKeeper (the Compose stack, so
+			// far) has no row of theirs: asked for by name, that is an error;
+			// in all, they are left out, saying so.
+			if why, missing := versions.Missing(o.locks, s); why != "" {
 				if o.lockList != "all" {
-					fmt.Fprintln(stderr, "loadtest: -lock db, db-seed: the replicas have no database (-db); the local cluster (make up) has one")
+					fmt.Fprintln(stderr, "loadtest: -lock "+why)
 					return 1
 				}
-				o.locks = slices.DeleteFunc(o.locks, versions.NeedsDB)
-				fmt.Fprintln(stderr, "loadtest: db and db-seed left out: the replicas have no database (-db); the local cluster (make up) has one")
+				o.locks = slices.DeleteFunc(o.locks, func(l string) bool { return slices.Contains(missing, l) })
+				fmt.Fprintln(stderr, "loadtest: left out "+why)
 			}
 			o.notes = append(o.notes, fmt.Sprintf("Replica settings, as %s reports them on /healthz: -ttl %s, -retry %s (jittered), "+
 				"-redlock-retry %s, -wait %s, -work %s (business time between reading and writing the stock), -acquire-timeout %s.",

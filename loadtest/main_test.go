@@ -114,9 +114,9 @@ func TestSecretsFromEnvironment(t *testing.T) {
 	}
 }
 
-// A stack whose replicas have no database (the Compose stack, so far): db
-// asked for by name is refused, saying why; in all it is left out, saying
-// so, and every other version runs.
+// A stack whose replicas have no database and no ZooKeeper (the Compose
+// stack, so far): db or zk asked for by name is refused, saying why; in all
+// they are left out, saying so, and every other version runs.
 func TestNoDatabase(t *testing.T) {
 	url := servicetest.Start(t, "inventory-1") + "/sale"
 	var stdout, stderr bytes.Buffer
@@ -124,12 +124,18 @@ func TestNoDatabase(t *testing.T) {
 		!strings.Contains(stderr.String(), "the replicas have no database") {
 		t.Fatalf("-lock v1,db: exit %d, want 1 saying why\n%s", got, stderr.String())
 	}
+	stderr.Reset()
+	if got := run(context.Background(), []string{"-url", url, "-lock", "zk", "-n", "2"}, noEnv, &stdout, &stderr); got != 1 ||
+		!strings.Contains(stderr.String(), "the replicas have no ZooKeeper ensemble (-zk)") {
+		t.Fatalf("-lock zk: exit %d, want 1 saying why\n%s", got, stderr.String())
+	}
 	stdout.Reset()
 	stderr.Reset()
 	if got := run(context.Background(), []string{"-url", url, "-lock", "all", "-n", "2", "-stock", "1", "-json"}, noEnv, &stdout, &stderr); got != 0 {
 		t.Fatalf("-lock all: exit %d\n%s", got, stderr.String())
 	}
-	if !strings.Contains(stderr.String(), "db-seed left out") || strings.Contains(stdout.String(), `"lock":"db`) || !strings.Contains(stdout.String(), `"lock":"atomic"`) {
+	if !strings.Contains(stderr.String(), "left out zk, db-seed, db") || strings.Contains(stdout.String(), `"lock":"db`) ||
+		strings.Contains(stdout.String(), `"lock":"zk"`) || !strings.Contains(stdout.String(), `"lock":"atomic"`) {
 		t.Fatalf("-lock all on a stack with no database: stderr %q, stdout\n%s", stderr.String(), stdout.String())
 	}
 }

@@ -37,6 +37,7 @@ type config struct {
 	Redlock        []string
 	Etcd           []string
 	DB             string
+	ZK             []string
 	Key            string
 	LockKey        string
 	TTL            time.Duration
@@ -95,10 +96,15 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		cfg.Etcd = members
 		return err
 	})
+	fs.Func("zk", "comma-separated members of the ZooKeeper ensemble for -lock zk, e.g. "+api.DefaultZK+" (empty: -lock zk answers 503); the session's timeout is -ttl, at most 60 s", func(s string) error {
+		members, err := redisconn.ParseList(s)
+		cfg.ZK = members
+		return err
+	})
 	fs.StringVar(&cfg.DB, "db", "", "MariaDB (or MySQL) for -lock db, as a data source name: user:password@tcp(host:port)/database (empty: -lock db answers 503); prefer "+envName("db")+": the password is in it")
 	fs.StringVar(&cfg.Key, "key", api.DefaultStockKey, "stock key")
 	fs.StringVar(&cfg.LockKey, "lock-key", api.DefaultLockKey, "lock key")
-	fs.DurationVar(&cfg.TTL, "ttl", 20*time.Second, "lock lease (v4 and later); etcd's session lease in whole seconds (rounded up, at least 1 s)")
+	fs.DurationVar(&cfg.TTL, "ttl", 20*time.Second, "lock lease (v4 and later); etcd's session lease in whole seconds (rounded up, at least 1 s); zk's session timeout (at most 60 s, the ensemble's bound)")
 	fs.DurationVar(&cfg.Retry, "retry", 20*time.Millisecond, "mean wait between lock attempts (jittered to 0.5-1.5x)")
 	fs.DurationVar(&cfg.RedlockRetry, "redlock-retry", 100*time.Millisecond,
 		"mean wait between redlock attempts: each one costs a round trip to every node, so it polls less often (redsync's default is 50-250ms)")

@@ -24,6 +24,7 @@ import (
 	dblock "github.com/locklab/locklab/internal/locks/db"
 	"github.com/locklab/locklab/internal/locks/etcd"
 	"github.com/locklab/locklab/internal/locks/retry"
+	"github.com/locklab/locklab/internal/locks/zk"
 	"github.com/locklab/locklab/internal/metrics"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/locklab/locklab/internal/sale"
@@ -105,7 +106,14 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	if dbc != nil {
 		defer dbc.Close()
 	}
-	deps := versions.Deps{Redis: rdb, Redlock: nodes, Etcd: ecli, DB: dbc, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, Claim: cfg.Claim, ReplicaAck: cfg.ReplicaAck,
+	zks, err := dialZK(cfg.ZK, cfg.TTL, log)
+	if err != nil {
+		return err
+	}
+	if zks != nil {
+		defer zks.Close()
+	}
+	deps := versions.Deps{Redis: rdb, Redlock: nodes, Etcd: ecli, DB: dbc, ZK: zks, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, Claim: cfg.Claim, ReplicaAck: cfg.ReplicaAck,
 		RedlockRetry: cfg.RedlockRetry, Log: log, Observer: mx}
 	if slices.ContainsFunc(cfg.variants(), func(v versions.Variant) bool { return versions.Queued(v.Wait) }) {
 		n := retry.NewNotifier(ctx, rdb, cfg.LockKey, min(cfg.TTL, retry.Backstop), cfg.Claim, log)
@@ -120,7 +128,7 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	srv := &http.Server{Handler: running.wrap(handler(cfg, deps, rdb, mx, log)), BaseContext: func(net.Listener) context.Context { return base }}
 	cfg.limits().apply(srv)
 	log.Info("serving", "addr", ln.Addr().String(), "lock", cfg.Lock, "lock_override", cfg.LockOverride,
-		"redis", cfg.Redis, "redlock", cfg.Redlock, "etcd", cfg.Etcd, "ttl", cfg.TTL.String(), "retry", cfg.Retry.String(),
+		"redis", cfg.Redis, "redlock", cfg.Redlock, "etcd", cfg.Etcd, "zk", cfg.ZK, "ttl", cfg.TTL.String(), "retry", cfg.Retry.String(),
 		"redlock_retry", cfg.RedlockRetry.String(), "wait", cfg.Wait, "work", cfg.Work.String(),
 		"max_in_flight", cfg.MaxInFlight, "grace", cfg.limits().Grace.String())
 	// The deferred closes above run only once every request has returned:
@@ -226,7 +234,7 @@ func (c config) settings() map[string]string {
 	return map[string]string{"lock": c.Lock, "ttl": c.TTL.String(), "retry": c.Retry.String(),
 		"redlock_retry": c.RedlockRetry.String(), "wait": c.Wait, "work": c.Work.String(), "acquire_timeout": c.AcquireTimeout.String(),
 		"fence": strconv.FormatBool(c.Fence), "chaos": strconv.FormatBool(c.Chaos), "replica_ack": strconv.Itoa(c.ReplicaAck),
-		"db": strconv.FormatBool(c.DB != "")}
+		"db": strconv.FormatBool(c.DB != ""), "zk": strconv.FormatBool(len(c.ZK) > 0)}
 }
 
 // serveUntil serves on ln until ctx ends, then shuts down: stop cancels the
@@ -351,6 +359,21 @@ func gate(ctx context.Context, url string, stderr io.Writer) int {
 	fmt.Fprintln(stderr, "probe:", url, "answered 200; staying up until stopped")
 	<-ctx.Done()
 	return 0
+}
+
+// zkMaxSession is the longest session the ensembles here grant (their
+// maxSessionTimeout): the zk lock counts the timeout it asked for, so it
+// never asks for more.
+const zkMaxSession = 60 * time.Second
+
+// dialZK is the zk lock's session on members (nil for none), of -ttl (at
+// most zkMaxSession): in the background, as the etcd client, so a replica
+// whose ensemble is down serves every other version.
+func dialZK(members []string, ttl time.Duration, log *slog.Logger) (*zk.Session, error) {
+	if len(members) == 0 {
+		return nil, nil
+	}
+	return zk.Dial(members, zk.SessionOptions{Timeout: min(ttl, zkMaxSession), Log: log.With("lock", "zk")})
 }
 
 // openDB is the database lock's pool of connections to dsn (nil for none):

@@ -45,6 +45,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	replicas := fs.String("replicas", "inventory-1,inventory-2", "the replicas' names (nginx routes /replica/NAME/ to each)")
 	redisNodes := fs.String("redis", "", "Redis nodes (host:port, comma-separated) whose health the page shows")
 	etcdMembers := fs.String("etcd", "", "etcd members (host:port, comma-separated) whose health the page shows")
+	zkMembers := fs.String("zk", "", "ZooKeeper members (host:port, comma-separated) whose health the page shows")
 	dbServers := fs.String("db", "", "MariaDB servers (host:port, comma-separated) whose health the page shows")
 	hosts := fs.String("hosts", "", "Host names the lab answers to beside localhost, *.localhost and IP addresses (comma-separated): any other is refused (DNS rebinding)")
 	adminFile := fs.String("admin-token-file", "", "read the service's admin token from this file instead of "+adminTokenEnv)
@@ -67,7 +68,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	}
 	for _, kind := range []struct {
 		list, kind string
-	}{{*redisNodes, "redis"}, {*etcdMembers, "etcd"}, {*dbServers, "mariadb"}} {
+	}{{*redisNodes, "redis"}, {*etcdMembers, "etcd"}, {*zkMembers, "zookeeper"}, {*dbServers, "mariadb"}} {
 		addrs, err := redisconn.ParseList(kind.list)
 		if kind.list != "" && err != nil {
 			return usage(stderr, "-%s %q: %v", kind.kind, kind.list, err)

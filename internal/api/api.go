@@ -11,7 +11,8 @@ import "net/http"
 // tutorial's), the independent Redis nodes redlock uses, and the members of
 // the etcd cluster the etcd lock uses (etcd's convention for a local
 // three-member cluster, 2379, 22379, 32379, with the first moved off 2379,
-// where a host's own etcd listens, as the Redis nodes are off 6379). The
+// where a host's own etcd listens, as the Redis nodes are off 6379), and the
+// ZooKeeper ensemble the zk lock uses (2181 moved off the same way). The
 // local cluster starts its processes where these point.
 const (
 	DefaultPort     = 8080
@@ -19,6 +20,7 @@ const (
 	DefaultLockKey  = "inventoryRedisLock"
 	DefaultRedlock  = "localhost:6381,localhost:6382,localhost:6383"
 	DefaultEtcd     = "localhost:12379,localhost:22379,localhost:32379"
+	DefaultZK       = "localhost:12181,localhost:22181,localhost:32181"
 )
 
 // Sale is the reply to POST /sale: Sold with Remaining, or Error and Code.

@@ -98,6 +98,8 @@ type State struct {
 	Redis []Proc `json:"redis"`
 	// Etcd are the members of the etcd lock's cluster.
 	Etcd []Proc `json:"etcd"`
+	// ZK are the members of the zk lock's ZooKeeper ensemble.
+	ZK []Proc `json:"zk,omitempty"`
 	// DB is the database lock's MariaDB server.
 	DB       *Proc  `json:"db,omitempty"`
 	Replicas []Proc `json:"replicas"`
@@ -144,7 +146,7 @@ func (s *State) procs() []*Proc {
 	if s.Standby != nil {
 		standby = []*Proc{s.Standby}
 	}
-	return slices.Concat(lab, []*Proc{&s.Nginx}, ptrs(s.Replicas), proxy, standby, ptrs(s.Redis), ptrs(s.Etcd), db)
+	return slices.Concat(lab, []*Proc{&s.Nginx}, ptrs(s.Replicas), proxy, standby, ptrs(s.Redis), ptrs(s.Etcd), ptrs(s.ZK), db)
 }
 
 // Cluster is a running local cluster, as its state file describes it.
@@ -237,6 +239,9 @@ func (c *Cluster) Down() (int, error) {
 	// the next up starts a fresh cluster.
 	for _, m := range c.State.Etcd {
 		errs = append(errs, removeEtcdData(etcdData(c.dir, m.Name)))
+	}
+	for _, m := range c.State.ZK {
+		errs = append(errs, removeZKData(zkData(c.dir, m.Name)), removeFile(zkConfig(c.dir, m.Name)))
 	}
 	if c.State.DB != nil {
 		errs = append(errs, removeDBData(dbData(c.dir)))
@@ -364,6 +369,11 @@ func (c *Cluster) ready(ctx context.Context, p *Proc, limit time.Duration) error
 		})
 	case p.Name == "mariadb":
 		return waitUntil(ctx, limit, p.Name, func() bool { return p.alive() && dbReady(ctx, c.dir) })
+	case strings.HasPrefix(p.Name, "zookeeper"): // serving: in a quorum
+		return waitUntil(ctx, limit, p.Name, func() bool {
+			_, err := ZKMode(p.Addr, time.Second)
+			return p.alive() && err == nil
+		})
 	case strings.HasPrefix(p.Name, "etcd"): // healthy: the member has a leader
 		return waitUntil(ctx, limit, p.Name, func() bool { return p.alive() && httpOK(ctx, "http://"+p.Addr+"/health") })
 	case strings.HasPrefix(p.Name, "redis"):
@@ -510,6 +520,9 @@ func Clean(cfg Config) error {
 	errs := []error{removeAOF(cfg.Dir), removeRDB(cfg.Dir, nodes), removeDBData(dbData(cfg.Dir)), removeSecrets(cfg.Dir)}
 	for _, m := range s.Etcd {
 		errs = append(errs, removeEtcdData(etcdData(cfg.Dir, m.Name)))
+	}
+	for _, m := range s.ZK {
+		errs = append(errs, removeZKData(zkData(cfg.Dir, m.Name)), removeFile(zkConfig(cfg.Dir, m.Name)))
 	}
 	var dirs []string
 	for _, t := range nginxTemps {

@@ -7,10 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 )
 
-// ensureTools installs redis-server, etcd, nginx, curl and MariaDB (and with the fault
+// ensureTools installs redis-server, etcd, nginx, curl, MariaDB and ZooKeeper (and with the fault
 // proxies, a C compiler for the clock shim) with apt-get on Debian/Ubuntu
 // when they are missing; elsewhere it says how to.
 func ensureTools(log io.Writer, faults bool) error {
@@ -20,9 +21,9 @@ func ensureTools(log io.Writer, faults bool) error {
 	}
 	if _, err := os.Stat("/etc/debian_version"); err != nil || !executable(lookPath("apt-get")) {
 		if runtime.GOOS == "darwin" {
-			return fmt.Errorf("cluster: missing %s; install them: brew install redis etcd nginx curl mariadb", strings.Join(missing, ", "))
+			return fmt.Errorf("cluster: missing %s; install them: brew install redis etcd nginx curl mariadb zookeeper", strings.Join(missing, ", "))
 		}
-		return fmt.Errorf("cluster: missing %s; install them with your package manager, e.g. dnf install redis etcd nginx curl mariadb-server", strings.Join(missing, ", "))
+		return fmt.Errorf("cluster: missing %s; install them with your package manager, e.g. dnf install redis etcd nginx curl mariadb-server zookeeper", strings.Join(missing, ", "))
 	}
 	fmt.Fprintf(log, "cluster: %s not found: installing %s with apt-get\n", strings.Join(missing, ", "), strings.Join(pkgs, " "))
 	sudo := []string{}
@@ -50,7 +51,7 @@ func ensureTools(log io.Writer, faults bool) error {
 // Debian packages that have them.
 func missingTools(faults bool) (missing, pkgs []string) {
 	tools := []struct{ bin, pkg string }{{"redis-server", "redis-server"}, {"etcd", "etcd-server"}, {"nginx", "nginx-light"}, {"curl", "curl"},
-		{"mariadbd", "mariadb-server"}}
+		{"mariadbd", "mariadb-server"}, {"java", "zookeeper"}}
 	if faults {
 		tools = append(tools, struct{ bin, pkg string }{"cc", "gcc"})
 	}
@@ -58,6 +59,9 @@ func missingTools(faults bool) (missing, pkgs []string) {
 		if !executable(lookPath(t.bin)) {
 			missing, pkgs = append(missing, t.bin), append(pkgs, t.pkg)
 		}
+	}
+	if _, err := os.Stat(ZooKeeperJar); err != nil && !slices.Contains(pkgs, "zookeeper") {
+		missing, pkgs = append(missing, ZooKeeperJar), append(pkgs, "zookeeper")
 	}
 	return missing, pkgs
 }

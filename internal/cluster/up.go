@@ -80,10 +80,14 @@ func Plan(cfg Config) State {
 		s.Redis = append(s.Redis, Proc{Name: name, Addr: addr, Args: args, Log: filepath.Join(cfg.Dir, name+".log")})
 	}
 	s.Etcd = planEtcd(cfg.Dir)
+	s.ZK = planZK(cfg.Dir)
 	s.DB = planDB(cfg.Dir)
-	var etcd []string
+	var etcd, zk []string
 	for _, m := range s.Etcd {
 		etcd = append(etcd, m.Addr)
+	}
+	for _, m := range s.ZK {
+		zk = append(zk, m.Addr)
 	}
 	names := make([]string, cfg.Replicas)
 	for i := range names {
@@ -96,7 +100,8 @@ func Plan(cfg Config) State {
 	for i, name := range names {
 		port, nodes := api.DefaultPort+i, s.nodeAddrs(name)
 		args := []string{bin, "-bind", "127.0.0.1", "-port", strconv.Itoa(port), "-name", name, "-lock", cfg.Lock, "-lock-override",
-			"-work", cfg.Work, "-redis", nodes[0], "-redlock", strings.Join(nodes, ","), "-etcd", strings.Join(etcd, ",")}
+			"-work", cfg.Work, "-redis", nodes[0], "-redlock", strings.Join(nodes, ","), "-etcd", strings.Join(etcd, ","),
+			"-zk", strings.Join(zk, ",")}
 		if cfg.Pprof {
 			args = append(args, "-pprof", "127.0.0.1:"+strconv.Itoa(6060+i-1))
 		}
@@ -125,7 +130,7 @@ func Plan(cfg Config) State {
 	}
 	s.Lab = &Proc{Name: "lab", Addr: "127.0.0.1:" + strconv.Itoa(LabPort), Env: labEnv, Log: filepath.Join(cfg.Dir, "lab.log"),
 		Args: []string{filepath.Join(cfg.Dir, "bin", "lab"), "-listen", "127.0.0.1:" + strconv.Itoa(LabPort), "-url", s.URL,
-			"-replicas", strings.Join(names, ","), "-redis", strings.Join(redisAddrs, ","), "-etcd", strings.Join(etcd, ","), "-db", s.DB.Addr,
+			"-replicas", strings.Join(names, ","), "-redis", strings.Join(redisAddrs, ","), "-etcd", strings.Join(etcd, ","), "-zk", strings.Join(zk, ","), "-db", s.DB.Addr,
 			"-run-dir", cfg.Dir}}
 	nd := nginxDir(cfg.Dir)
 	s.Nginx = Proc{Name: "nginx", Addr: "127.0.0.1:" + strconv.Itoa(cfg.Port), Log: filepath.Join(nd, "error.log"),
@@ -221,6 +226,12 @@ func (c *Cluster) start(ctx context.Context, cfg Config) error {
 	if err := c.startAll(ctx, ptrs(c.State.Etcd), 20*time.Second); err != nil {
 		return err
 	}
+	if err := writeZK(c.dir, c.State.ZK); err != nil { // fresh, as etcd's
+		return err
+	}
+	if err := c.startAll(ctx, ptrs(c.State.ZK), 60*time.Second); err != nil {
+		return err
+	}
 	if err := installDB(ctx, c.dir); err != nil {
 		return err
 	}
@@ -269,9 +280,9 @@ func (c *Cluster) start(ctx context.Context, cfg Config) error {
 	if cfg.Port != 80 {
 		url += ":" + strconv.Itoa(cfg.Port)
 	}
-	say("up: nginx %s -> %d replicas (%s...) with -lock %s -work %s, GOMAXPROCS %s; redis %s...; etcd %s...; mariadb %s; logs in %s",
+	say("up: nginx %s -> %d replicas (%s...) with -lock %s -work %s, GOMAXPROCS %s; redis %s...; etcd %s...; zookeeper %s...; mariadb %s; logs in %s",
 		url, cfg.Replicas, c.State.Replicas[0].Addr, cfg.Lock, cfg.Work, gomaxprocs(cfg.Replicas), c.State.Redis[0].Addr,
-		c.State.Etcd[0].Addr, c.State.DB.Addr, cfg.Dir)
+		c.State.Etcd[0].Addr, c.State.ZK[0].Addr, c.State.DB.Addr, cfg.Dir)
 	say("the lab: open %s/ in a browser", url)
 	say("try: curl -X POST %s/sale    |    go run ./loadtest -url %s/sale -lock all    |    make down", url, url)
 	if cfg.AdminToken != "" {

@@ -101,8 +101,9 @@ func (l *Lab) fixes(err error) []Fix {
 	return out
 }
 
-// Node is a node of the stack the lab watches: Kind "redis" (PING) or
-// "etcd" (GET /health), at Addr (host:port).
+// Node is a node of the stack the lab watches: Kind "redis" (PING), "etcd"
+// (GET /health), "zookeeper" (srvr) or "mariadb" (its greeting), at Addr
+// (host:port).
 type Node struct {
 	Name string `json:"name"`
 	Kind string `json:"kind"`

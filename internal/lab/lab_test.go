@@ -79,7 +79,8 @@ func TestSettingsAreValidated(t *testing.T) {
 		`{"locks":["v6"],"requests":10,"concurrency":1,"stock":5,"nemesis":true,"seconds":121}`:          "want 5-120 s",
 		`{"locks":["v6","v7","v8"],"requests":1,"concurrency":1,"stock":5,"nemesis":true,"seconds":100}`: "9000 requests",
 		`{"locks":["v6"],"requests":10,"concurrency":1,"stock":5,"nemesis":true,"seconds":20}`:           "needs a cluster to fault: start the lab with make lab",
-		`{"locks":["v6","db"],"requests":10,"concurrency":1,"stock":5}`:                                  "the replicas have no database (-db)",
+		`{"locks":["v6","db"],"requests":10,"concurrency":1,"stock":5}`:                                  "db: the replicas have no database (-db)",
+		`{"locks":["zk","v6"],"requests":10,"concurrency":1,"stock":5}`:                                  "zk: the replicas have no ZooKeeper ensemble (-zk)",
 	} {
 		status, reply := do(t, http.MethodPost, u+"/lab/api/runs", body, nil)
 		if status != http.StatusBadRequest || !strings.Contains(reply["error"].(string), want) {

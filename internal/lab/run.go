@@ -193,10 +193,10 @@ func (l *Lab) start(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "the nemesis needs a cluster to fault: start the lab with make lab")
 		return
 	}
-	if slices.ContainsFunc(s.Locks, versions.NeedsDB) {
+	if slices.ContainsFunc(s.Locks, func(l string) bool { return versions.Needs(l) != "" }) {
 		h, err := loadtest.Health(loadtest.Config{URL: l.cfg.SaleURL, Client: loadtest.NewClient(1)})
-		if err == nil && h.Settings["db"] == "false" {
-			writeError(w, http.StatusBadRequest, api.CodeBadRequest, "db, db-seed: the replicas have no database (-db); the local cluster (make up) has one, the Compose stack not yet")
+		if why, _ := versions.Missing(s.Locks, h.Settings); err == nil && why != "" {
+			writeError(w, http.StatusBadRequest, api.CodeBadRequest, why)
 			return
 		}
 	}

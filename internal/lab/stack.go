@@ -3,10 +3,12 @@ package lab
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -131,6 +133,8 @@ func (s *stack) probe(ctx context.Context, n Node) NodeHealth {
 		_, err = s.get(ctx, "http://"+n.Addr+"/health")
 	case "mariadb":
 		err = hello(ctx, n.Addr, nil)
+	case "zookeeper":
+		err = zkServing(ctx, n.Addr)
 	}
 	switch {
 	case err == nil:
@@ -173,14 +177,36 @@ func pingRedis(ctx context.Context, addr string) error {
 	return hello(ctx, addr, []byte("PING\r\n"))
 }
 
+// zkServing asks a ZooKeeper member srvr (a four-letter word): it answers
+// with its mode while it serves clients, and that it is not serving when it
+// has no quorum. The member closes the connection after its answer.
+func zkServing(ctx context.Context, addr string) error {
+	raw, err := exchange(ctx, addr, []byte("srvr"), func(c net.Conn) ([]byte, error) { return io.ReadAll(io.LimitReader(c, 64<<10)) })
+	if err == nil && !strings.Contains(string(raw), "Mode: ") {
+		return fmt.Errorf("not serving clients (no quorum): %s", strings.TrimSpace(string(raw)))
+	}
+	return err
+}
+
 // hello sends say to addr (nothing when nil) and waits for the first bytes
 // of an answer: a MariaDB server greets every connection unasked, so an
 // answer needs no credentials, and a frozen one sends nothing.
 func hello(ctx context.Context, addr string, say []byte) error {
+	_, err := exchange(ctx, addr, say, func(c net.Conn) ([]byte, error) {
+		var b [64]byte
+		n, err := c.Read(b[:])
+		return b[:n], err
+	})
+	return err
+}
+
+// exchange connects to addr, sends say (if any) and reads the answer with
+// read, all within ctx: a frozen server is ctx's error.
+func exchange(ctx context.Context, addr string, say []byte, read func(net.Conn) ([]byte, error)) ([]byte, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer conn.Close()
 	if deadline, ok := ctx.Deadline(); ok {
@@ -188,15 +214,12 @@ func hello(ctx context.Context, addr string, say []byte) error {
 	}
 	if say != nil {
 		if _, err := conn.Write(say); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	var b [64]byte
-	if _, err := conn.Read(b[:]); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return err
+	raw, err := read(conn)
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
 	}
-	return nil
+	return raw, err
 }

@@ -21,6 +21,7 @@ import (
 	dblock "github.com/locklab/locklab/internal/locks/db"
 	"github.com/locklab/locklab/internal/locks/handoff"
 	"github.com/locklab/locklab/internal/locks/retry"
+	zklock "github.com/locklab/locklab/internal/locks/zk"
 	"github.com/locklab/locklab/internal/versions"
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -38,6 +39,11 @@ type Env struct {
 	// Etcd is a client of the etcd lock's cluster: its lock is watched
 	// there (the keys under LockKey + "/"), as the others' in Redis.
 	Etcd *clientv3.Client
+	// ZK is a session on the zk lock's ensemble (nil: the cluster has
+	// none): its lock is watched there, in its directory. ZKMembers are the
+	// ensemble's members.
+	ZK        *zklock.Session
+	ZKMembers []Member
 	// DB is the database lock's MariaDB (nil: the cluster has none): its
 	// lock is watched there, in its row. DBNode is its process.
 	DB     *sql.DB
@@ -90,7 +96,8 @@ type Replica struct {
 	Name, URL string
 }
 
-// Member is one etcd member: its process name and client address.
+// Member is one etcd or ZooKeeper member: its process name and client
+// address.
 type Member struct {
 	Name, Addr string
 }
@@ -125,6 +132,9 @@ func (e Env) Close() error {
 	}
 	for _, c := range e.SpareRedis {
 		errs = append(errs, c.Close())
+	}
+	if e.ZK != nil {
+		e.ZK.Close()
 	}
 	if e.DB != nil {
 		errs = append(errs, e.DB.Close())
@@ -213,6 +223,11 @@ func (e Env) ClearLock(ctx context.Context, lock string) error {
 	if lock == "etcd" {
 		if _, err := e.Etcd.Delete(ctx, e.LockKey+"/", clientv3.WithPrefix()); err != nil {
 			return fmt.Errorf("scenario: etcd: %w", err)
+		}
+	}
+	if lock == "zk" && e.ZK != nil {
+		if err := zklock.Clear(ctx, e.ZK, e.LockKey); err != nil {
+			return fmt.Errorf("scenario: zk: %w", err)
 		}
 	}
 	if lock == "db" && e.DB != nil { // freed, its token kept
@@ -311,6 +326,12 @@ func (e Env) locked(ctx context.Context) (bool, error) {
 		}
 		return dblock.Held(ctx, e.DB, e.LockKey)
 	}
+	if versions.NeedsZK(e.lock) {
+		if e.ZK == nil {
+			return false, errors.New("scenario: no ZooKeeper session to watch the zk lock")
+		}
+		return zklock.Held(ctx, e.ZK, e.LockKey)
+	}
 	if e.lock != "etcd" {
 		n, err := e.Redis.Exists(ctx, e.LockKey).Result()
 		return n == 1, err
@@ -348,10 +369,13 @@ func (e Env) waitUntil(ctx context.Context, limit time.Duration, cond func() (bo
 }
 
 // Lacks says what the Env lacks to run lock's cells ("": nothing): the
-// Compose stack has no database yet.
+// Compose stack has no database and no ZooKeeper yet.
 func (e Env) Lacks(lock string) string {
 	if versions.NeedsDB(lock) && e.DB == nil {
 		return "this stack has no database for the " + lock + " lock (the local cluster has one)"
+	}
+	if versions.NeedsZK(lock) && e.ZK == nil {
+		return "this stack has no ZooKeeper for the zk lock (the local cluster has one)"
 	}
 	return ""
 }

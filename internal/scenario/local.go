@@ -11,6 +11,7 @@ import (
 	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/locks/db"
 	"github.com/locklab/locklab/internal/locks/etcd"
+	"github.com/locklab/locklab/internal/locks/zk"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/redis/go-redis/v9"
 )
@@ -53,6 +54,15 @@ func Local(c *cluster.Cluster, h api.Health, adminToken string) (Env, error) {
 		SpareNodes: spare, SpareRedis: spareRedis, EtcdMembers: members, Procs: c}
 	if s.Toxiproxy != nil {
 		env.Faults = toxiproxy.NewClient(s.Toxiproxy.Addr)
+	}
+	if len(s.ZK) > 0 {
+		var servers []string
+		for _, m := range s.ZK {
+			env.ZKMembers, servers = append(env.ZKMembers, Member{Name: m.Name, Addr: m.Addr}), append(servers, m.Addr)
+		}
+		if env.ZK, err = zk.Dial(servers, zk.SessionOptions{Timeout: 10 * time.Second}); err != nil {
+			return Env{}, err
+		}
 	}
 	if s.DB != nil {
 		if env.DB, err = db.Open(s.DSN()); err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/checker"
+	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/versions"
 	"github.com/redis/go-redis/v9"
@@ -343,10 +344,15 @@ func crashHolder(ctx context.Context, e Env, lock string, before int64) (observe
 // oversell (etcd elects a new leader meanwhile).
 func nodeDown(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error) {
 	switch lock {
-	case "redlock", "etcd":
+	case "redlock", "etcd", "zk":
 		victim := e.SpareNodes[len(e.SpareNodes)-1]
-		if lock == "etcd" {
+		switch lock {
+		case "etcd":
 			if victim, err = e.etcdLeader(ctx); err != nil {
+				return "", "", err
+			}
+		case "zk":
+			if victim, err = e.zkLeader(); err != nil {
 				return "", "", err
 			}
 		}
@@ -356,15 +362,15 @@ func nodeDown(ctx context.Context, e Env, lock string, before int64) (observed, 
 		}
 		defer func() { err = errors.Join(err, restarts(ctx)) }()
 		elected := ""
-		if lock == "etcd" {
+		if lock != "redlock" {
 			// A request whose proposal went to the dead leader is lost with
 			// it and waits for its deadline (etcd retries nothing): the
 			// sales start once the others have elected a new one.
 			start := time.Now()
-			if err := e.waitUntil(ctx, 10*time.Second, func() (bool, error) { return e.etcdElected(ctx, victim), nil }); err != nil {
-				return "", "", fmt.Errorf("etcd elected no new leader after %s was killed: %w", victim, err)
+			if err := e.waitUntil(ctx, 20*time.Second, func() (bool, error) { return e.elected(ctx, lock, victim), nil }); err != nil {
+				return "", "", fmt.Errorf("%s elected no new leader after %s was killed: %w", lock, victim, err)
 			}
-			e.mark("etcd elected a new leader")
+			e.mark(lock + " elected a new leader")
 			elected = fmt.Sprintf(", %s (the leader) killed, a new leader in %s", victim, time.Since(start).Round(10*time.Millisecond))
 		}
 		replies := e.fire(ctx, lock, 10)
@@ -402,8 +408,11 @@ func nodeDown(ctx context.Context, e Env, lock string, before int64) (observed, 
 // stock is as it was.
 func majorityDown(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error) {
 	victims := e.SpareNodes
-	if lock == "etcd" {
+	switch lock {
+	case "etcd":
 		victims = []string{e.EtcdMembers[1].Name, e.EtcdMembers[2].Name}
+	case "zk":
+		victims = []string{e.ZKMembers[1].Name, e.ZKMembers[2].Name}
 	}
 	restarts, err := e.kill(victims...)
 	if err != nil {
@@ -491,6 +500,34 @@ func (e Env) etcdElected(ctx context.Context, gone string) bool {
 		}
 	}
 	return false
+}
+
+// elected reports whether the lock's members (etcd's or ZooKeeper's) other
+// than gone have elected one of them leader.
+func (e Env) elected(ctx context.Context, lock, gone string) bool {
+	if lock == "etcd" {
+		return e.etcdElected(ctx, gone)
+	}
+	for _, m := range e.ZKMembers {
+		if mode, err := cluster.ZKMode(m.Addr, time.Second); m.Name != gone && err == nil && mode == "leader" {
+			return true
+		}
+	}
+	return false
+}
+
+// zkLeader is the process name of ZooKeeper's current leader.
+func (e Env) zkLeader() (string, error) {
+	for _, m := range e.ZKMembers {
+		mode, err := cluster.ZKMode(m.Addr, time.Second)
+		if err != nil {
+			return "", fmt.Errorf("scenario: zookeeper %s: %w", m.Name, err)
+		}
+		if mode == "leader" {
+			return m.Name, nil
+		}
+	}
+	return "", errors.New("scenario: zookeeper has no leader")
 }
 
 // etcdLeader is the process name of etcd's current leader.

@@ -17,10 +17,12 @@ import (
 	"github.com/locklab/locklab/internal/etcdtest"
 	"github.com/locklab/locklab/internal/history"
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
+	zklock "github.com/locklab/locklab/internal/locks/zk"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/locklab/locklab/internal/server"
 	"github.com/locklab/locklab/internal/versions"
+	"github.com/locklab/locklab/internal/zktest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -65,6 +67,14 @@ func newStack(t testing.TB, o options) *stack {
 	}
 	if versions.NeedsDB(o.lock) { // a real MariaDB: the guard's own tests are its failures'
 		deps.DB = dbtest.Start(t).DB()
+	}
+	if versions.NeedsZK(o.lock) { // one real ZooKeeper: the guard's own tests are the ensemble's
+		zs, err := zklock.Dial(zktest.Start(t, 1).Servers(), zklock.SessionOptions{Timeout: 10 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(zs.Close)
+		deps.ZK = zs
 	}
 	all := versions.BuildAll(deps, variants)
 	if o.lock == "" {

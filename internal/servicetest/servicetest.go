@@ -34,7 +34,7 @@ func Start(tb testing.TB, name string) string {
 	h := server.New(server.Config{Seller: svc, Versions: all, Default: poll, Names: versions.Names(),
 		Lock: "v1", Override: true, Replica: name, Log: slog.New(slog.DiscardHandler),
 		Ready: func(context.Context) error { return nil }, History: history.NewRing(10000),
-		Settings: map[string]string{"lock": "v1", "db": "false"}}) // no database, as the Compose stack
+		Settings: map[string]string{"lock": "v1", "db": "false", "zk": "false"}}) // no database, no ZooKeeper, as the Compose stack
 
 	mux := http.NewServeMux()
 	mux.Handle("/replica/"+name+"/", http.StripPrefix("/replica/"+name, h))

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
 	reentrant "github.com/locklab/locklab/internal/locks/v7_reentrant"
 	watchdog "github.com/locklab/locklab/internal/locks/v8_watchdog"
+	zklock "github.com/locklab/locklab/internal/locks/zk"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/redis/go-redis/v9"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -106,7 +108,10 @@ type Deps struct {
 	Etcd *clientv3.Client
 	// DB is the database lock's MariaDB; nil: the db version answers every
 	// sale with an error (unavailable).
-	DB      *sql.DB
+	DB *sql.DB
+	// ZK is the zk lock's ZooKeeper session; nil: the zk version answers
+	// every sale with an error (unavailable).
+	ZK      *zklock.Session
 	LockKey string        // default api.DefaultLockKey, the tutorial's
 	TTL     time.Duration // the lease (v4 on); default 20 s, the tutorial's
 	Retry   time.Duration // mean wait between polls, single-node locks; default 20 ms
@@ -203,6 +208,7 @@ func Build(d Deps, v Variant) map[string]sale.Method {
 		"v8":      single("v8", watchdog.New(d.Redis, hash, d.Log.With("lock", "v8"), d.Observer)),
 		"redlock": polled("redlock", redlock.New(d.Redlock, redlock.Options{Key: key, TTL: ttl, Fence: fence}), d.RedlockRetry, domain("redlock")),
 		"etcd":    {Name: "etcd", Lock: d.etcd(key, ttl, fence), Fence: domain("etcd"), Wait: "watch"},
+		"zk":      {Name: "zk", Lock: d.zk(key, fence), Fence: domain("zk"), Wait: "watch"},
 		"db-seed": d.dbSeed(key, ttl, domain("db-seed")),
 		"db":      d.db(key, ttl, fence, domain("db")),
 		"atomic":  {Name: "atomic", Atomic: true},
@@ -255,6 +261,16 @@ func (d Deps) etcd(key string, ttl time.Duration, fence bool) sale.Locker {
 	return counted{etcdlock.New(d.Etcd, etcdlock.Options{Key: key, TTL: ttl, Fence: fence}), d.counter("etcd", "watch")}
 }
 
+// zk is the ZooKeeper lock. It waits by itself (each waiter watches the
+// node before its own): one attempt per acquisition. Its hold is the
+// session's, whose timeout the service set from -ttl when it dialled.
+func (d Deps) zk(key string, fence bool) sale.Locker {
+	if d.ZK == nil {
+		return noZK{}
+	}
+	return counted{zklock.New(d.ZK, zklock.Options{Key: key, Fence: fence}), d.counter("zk", "watch")}
+}
+
 // counted counts one attempt per acquisition of a lock that waits by itself.
 type counted struct {
 	l     sale.Locker
@@ -286,6 +302,43 @@ func (d Deps) dbSeed(key string, ttl time.Duration, domain string) sale.Method {
 	return sale.Method{Name: "db-seed", Lock: retry.Poll(g, d.Retry, d.counter("db-seed", "poll")), Fence: domain, Wait: "poll"}
 }
 
+// Needs names the service's setting version runs on, as /healthz reports
+// it ("db": the database, -db; "zk": the ZooKeeper ensemble, -zk), or ""
+// when it needs neither: a replica reporting "false" for it cannot run it.
+func Needs(version string) string {
+	switch {
+	case NeedsDB(version):
+		return "db"
+	case NeedsZK(version):
+		return "zk"
+	}
+	return ""
+}
+
+// Missing is why the versions in locks that need a setting the replicas
+// report "false" for (settings, from /healthz) cannot run there ("" when
+// all can), and those versions.
+func Missing(locks []string, settings map[string]string) (why string, missing []string) {
+	var needs []string
+	for _, l := range locks {
+		if n := Needs(l); n != "" && settings[n] == "false" {
+			missing = append(missing, l)
+			if !slices.Contains(needs, n) {
+				needs = append(needs, n)
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return "", nil
+	}
+	what := map[string]string{"db": "no database (-db)", "zk": "no ZooKeeper ensemble (-zk)"}
+	var parts []string
+	for _, n := range needs {
+		parts = append(parts, what[n])
+	}
+	return fmt.Sprintf("%s: the replicas have %s; the local cluster (make up) has them", strings.Join(missing, ", "), strings.Join(parts, " and ")), missing
+}
+
 // NeedsDB says whether version runs on the service's database (-db).
 func NeedsDB(version string) bool { return version == "db" || version == "db-seed" }
 
@@ -295,6 +348,16 @@ var ErrNoDB = errors.New("versions: no database configured (-db)")
 type noDB struct{}
 
 func (noDB) Acquire(context.Context, string) (lease.Lease, error) { return nil, ErrNoDB }
+
+// NeedsZK says whether version runs on the service's ZooKeeper (-zk).
+func NeedsZK(version string) bool { return version == "zk" }
+
+// ErrNoZK is the zk version's error when the service has no ZooKeeper.
+var ErrNoZK = errors.New("versions: no ZooKeeper ensemble configured (-zk)")
+
+type noZK struct{}
+
+func (noZK) Acquire(context.Context, string) (lease.Lease, error) { return nil, ErrNoZK }
 
 // ErrNoEtcd is the etcd version's error when the service has no etcd
 // client.
