@@ -32,3 +32,27 @@ FROM scratch AS loadtest
 COPY --from=build /out/loadtest /loadtest
 USER 65532:65532
 ENTRYPOINT ["/loadtest"]
+
+# The zk and db locks' servers: Debian bookworm's ZooKeeper and MariaDB, the
+# packages the local cluster and the offline images run, on the official
+# debian image, pinned by digest: the debian:bookworm-20260824-slim index as
+# docker-library/repo-info records it at commit
+# cae117d8c88cf4f36d2e284cb10fc1a8851f18bc
+# (repos/debian/remote/bookworm-20260824-slim.md). The Compose file mounts
+# each one's start script (deploy/zookeeper.sh, deploy/mariadb.sh).
+FROM debian:bookworm-20260824-slim@sha256:88200866dfff7ea7f5cbcb6ec7c8a701889efe6fe859fe64d6990e4b07ea4171 AS servers
+# The JRE's packages write a manual page link into a folder slim images lack.
+RUN mkdir -p /usr/share/man/man1 && apt-get update && \
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      libzookeeper-java default-jre-headless mariadb-server-core mariadb-client-core && \
+    rm -rf /var/lib/apt/lists/*
+
+FROM servers AS zookeeper
+USER 65532:65532
+EXPOSE 2181 2888 3888
+CMD ["bash", "/zookeeper.sh"]
+
+FROM servers AS mariadb
+USER 65532:65532
+EXPOSE 3306
+CMD ["bash", "/mariadb.sh"]

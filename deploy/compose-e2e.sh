@@ -3,9 +3,10 @@
 # Builds the offline images, brings the stack up, and checks that: `up -d`
 # returns ready (a sale works at once); nginx spreads requests over both
 # replicas; the load test from inside the network shows v2 oversell and v1 (on
-# one replica, as the tutorial runs it), v6, redlock and etcd not, with the
-# checker's evidence; with one Redis node stopped redlock still sells without
-# oversell, and with one etcd member stopped etcd does; with the stock's node
+# one replica, as the tutorial runs it), v6, redlock, etcd, zk and db not,
+# with the checker's evidence; with one Redis node stopped redlock still sells
+# without oversell, and with one etcd or ZooKeeper member stopped etcd and zk
+# do; with the stock's node
 # stopped v6 answers clean 503s; then every fault scenario that makes sense on
 # Compose (deploy/compose-scenarios.sh). Then it tears everything down and
 # checks that no container, network or volume is left.
@@ -198,15 +199,17 @@ say "after the switch: $reply"
 # polling lesson, not a fault of the stack, which this check is about. Every
 # request must still be served.
 LOAD="-n 1000 -c 50"
-say "load test from inside the network: v1, v2, v6, redlock, etcd ($LOAD)"
+say "load test from inside the network: v1, v2, v6, redlock, etcd, zk, db ($LOAD)"
 # --no-deps: the stack is up, and `run` must not (re)start a node stopped on purpose.
-out=$(dc run --rm --no-deps loadtest $LOAD -lock v1,v2,v6,redlock,etcd -json -out /reports/e2e-compose.html)
+out=$(dc run --rm --no-deps loadtest $LOAD -lock v1,v2,v6,redlock,etcd,zk,db -json -out /reports/e2e-compose.html)
 [ -s reports/e2e-compose.html ] || fail "the load test did not write its report to the mounted ./reports"
 expect "$out" v1 zero
 expect "$out" v2 positive
 expect "$out" v6 zero
 expect "$out" redlock zero
 expect "$out" etcd zero
+expect "$out" zk zero
+expect "$out" db zero
 
 say "stopping redis2: redlock keeps a quorum of two"
 dc stop redis2 2>&1 | sed 's/^/  /' >&2
@@ -216,12 +219,18 @@ expect "$out" redlock zero
 expect "$out" v6 zero # v6 lives on redis1, which is up
 [ "$(field "$(echo "$out" | grep '"lock":"redlock"')" sold)" -gt 0 ] || fail "redlock sold nothing with one node down"
 
-say "stopping etcd2: etcd keeps a quorum of two"
-dc stop etcd2 2>&1 | sed 's/^/  /' >&2
-out=$(dc run --rm --no-deps loadtest $LOAD -lock etcd -json)
-stopped etcd2 || fail "etcd2 was running during the one-member-down run"
-expect "$out" etcd zero
-[ "$(field "$(echo "$out" | grep '"lock":"etcd"')" sold)" -gt 0 ] || fail "etcd sold nothing with one member down"
+# member_down SERVICE LOCK: with one member of LOCK's three stopped, LOCK
+# still sells, without oversell.
+member_down() {
+  say "stopping $1: $2 keeps a quorum of two"
+  dc stop "$1" 2>&1 | sed 's/^/  /' >&2
+  out=$(dc run --rm --no-deps loadtest $LOAD -lock "$2" -json)
+  stopped "$1" || fail "$1 was running during the one-member-down run"
+  expect "$out" "$2" zero
+  [ "$(field "$(echo "$out" | grep "\"lock\":\"$2\"")" sold)" -gt 0 ] || fail "$2 sold nothing with one member down"
+}
+member_down etcd2 etcd
+member_down zk2 zk
 
 say "stopping redis1 (the stock's and v6's node): clean 503s"
 dc stop redis1 2>&1 | sed 's/^/  /' >&2

@@ -24,8 +24,9 @@ func TestComposeLab(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
 		t.Fatalf("opening %s: %v", url, err)
 	}
-	// nginx, two replicas, three Redis nodes, three etcd members.
-	waitFor(t, ctx, "the Compose stack shown up", `document.querySelectorAll("#stack .node[data-state=up]").length === 9`)
+	// nginx, two replicas, three Redis nodes, three etcd members, three
+	// ZooKeeper members, MariaDB.
+	waitFor(t, ctx, "the Compose stack shown up", `document.querySelectorAll("#stack .node[data-state=up]").length === 13`)
 	waitFor(t, ctx, "the versions listed", `document.querySelectorAll("input[name=lock]").length >= 10`)
 	if token := os.Getenv("LOCKLAB_COMPOSE_TOKEN"); token != "" {
 		waitFor(t, ctx, "the page asking for the token", `!document.querySelector("#token-field").hidden`)

@@ -4,10 +4,14 @@
 #
 #   locklab/base:offline       Debian bookworm (debootstrap --variant=minbase)
 #                              with redis-server, redis-tools, etcd-server,
-#                              etcd-client, nginx-light, curl
+#                              etcd-client, nginx-light, curl, ZooKeeper
+#                              (libzookeeper-java, a headless JRE) and
+#                              mariadb-server-core, mariadb-client-core
 #   locklab/redis:offline      the base, running redis-server as user redis
 #   locklab/etcd:offline       the base, running etcd as user etcd
 #   locklab/nginx:offline      the base, running nginx in the foreground
+#   locklab/zookeeper:offline  the base, as user 65532 (deploy/zookeeper.sh)
+#   locklab/mariadb:offline    the base, as user 65532 (deploy/mariadb.sh)
 #   locklab/inventory:offline  FROM scratch + the static service binary
 #   locklab/lab:offline        FROM scratch + the static lab binary
 #   locklab/loadtest:offline   FROM scratch + the static load test binary
@@ -21,16 +25,18 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 here="$root/deploy/offline"
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 SUITE=${SUITE:-bookworm}
-PACKAGES=redis-server,redis-tools,etcd-server,etcd-client,nginx-light,curl
+PACKAGES=redis-server,redis-tools,etcd-server,etcd-client,nginx-light,curl,libzookeeper-java,default-jre-headless,mariadb-server-core,mariadb-client-core
 say() { printf 'offline: %s\n' "$*" >&2; }
 
 command -v docker >/dev/null || { say "docker is not installed"; exit 1; }
 docker info >/dev/null 2>&1 || { say "the Docker engine does not answer (docker info failed)"; exit 1; }
 
-# A base made before etcd joined the stack lacks it: made again.
+# A base made before etcd, ZooKeeper or MariaDB joined the stack lacks them:
+# made again.
 has_base() {
   docker image inspect locklab/base:offline >/dev/null 2>&1 &&
-    docker run --rm --entrypoint /usr/bin/test locklab/base:offline -x /usr/bin/etcd
+    docker run --rm --entrypoint /usr/bin/test locklab/base:offline -x /usr/bin/etcd -a -x /usr/bin/java \
+      -a -f /usr/share/java/zookeeper.jar -a -x /usr/sbin/mariadbd -a -x /usr/bin/my_print_defaults
 }
 if [ "${REBUILD_BASE:-0}" = 1 ] || ! has_base; then
   if ! command -v debootstrap >/dev/null; then
@@ -67,7 +73,7 @@ mkdir -p "$here/bin"
   CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$here/bin/lab" ./cmd/lab &&
   CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$here/bin/loadtest" ./loadtest)
 
-for target in redis etcd nginx inventory lab loadtest; do
+for target in redis etcd nginx zookeeper mariadb inventory lab loadtest; do
   say "building locklab/$target:offline"
   docker build -q --target "$target" -t "locklab/$target:offline" -f "$here/Dockerfile" "$here" >"$here/bin/build.log" 2>&1 ||
     { cat "$here/bin/build.log" >&2; say "docker build of locklab/$target:offline failed"; exit 1; }

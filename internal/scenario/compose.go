@@ -10,8 +10,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
+
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/cluster"
+	"github.com/locklab/locklab/internal/locks/db"
 	"github.com/locklab/locklab/internal/locks/etcd"
+	"github.com/locklab/locklab/internal/locks/zk"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/redis/go-redis/v9"
 )
@@ -22,12 +27,16 @@ var (
 	composeReplicas = [2]string{"inventory1", "inventory2"}
 	composeRedis    = []string{"redis1", "redis2", "redis3"} // the stock's node first
 	composeEtcd     = []string{"etcd1", "etcd2", "etcd3"}
+	composeZK       = []string{"zk1", "zk2", "zk3"}
 )
+
+// composeDB is the db locks' MariaDB service.
+const composeDB = "mariadb"
 
 // Compose is the Env of the Compose project whose replicas reported h on
 // /healthz, started with deploy/docker-compose.scenarios.yml: that file
-// turns the fault hooks on and publishes each replica, Redis node and etcd
-// member on a fixed loopback port, which the scenarios reach them by (a
+// turns the fault hooks on and publishes each replica, Redis node, etcd and
+// ZooKeeper member and the database on a fixed loopback port, which the scenarios reach them by (a
 // container that restarts keeps its port). The processes are its containers:
 // frozen with `docker pause`, killed with `docker kill`, started again with
 // `docker start`. It has no fault proxies, no standby and no clock to move:
@@ -107,6 +116,31 @@ func Compose(ctx context.Context, project string, h api.Health, adminToken, redi
 			return err
 		}
 	}
+	var servers []string
+	for _, s := range composeZK {
+		addr, err := published(s, "2181")
+		if err != nil {
+			return Env{}, errors.Join(err, e.Close())
+		}
+		e.ZKMembers, servers = append(e.ZKMembers, Member{Name: s, Addr: addr}), append(servers, addr)
+		p.ready[s] = func(context.Context) error {
+			_, err := cluster.ZKMode(addr, time.Second)
+			return err
+		}
+	}
+	if e.ZK, err = zk.Dial(servers, zk.SessionOptions{Timeout: 10 * time.Second}); err != nil {
+		return Env{}, errors.Join(err, e.Close())
+	}
+	addr, err := published(composeDB, "3306")
+	if err != nil {
+		return Env{}, errors.Join(err, e.Close())
+	}
+	dsn := mysql.NewConfig() // the replicas' account: the Compose file gives it the Redis password
+	dsn.User, dsn.Passwd, dsn.Net, dsn.Addr, dsn.DBName = "locklab", redisPassword, "tcp", addr, cluster.DBName
+	if e.DB, err = db.Open(dsn.FormatDSN()); err != nil {
+		return Env{}, errors.Join(err, e.Close())
+	}
+	e.DBNode, p.ready[composeDB] = composeDB, e.DB.PingContext
 	return e, nil
 }
 

@@ -368,14 +368,14 @@ func (e Env) waitUntil(ctx context.Context, limit time.Duration, cond func() (bo
 	}
 }
 
-// Lacks says what the Env lacks to run lock's cells ("": nothing): the
-// Compose stack has no database and no ZooKeeper yet.
+// Lacks says what the Env lacks to run lock's cells ("": nothing): a stack
+// started without its database or its ZooKeeper ensemble.
 func (e Env) Lacks(lock string) string {
 	if versions.NeedsDB(lock) && e.DB == nil {
-		return "this stack has no database for the " + lock + " lock (the local cluster has one)"
+		return "this stack has no database for the " + lock + " lock"
 	}
 	if versions.NeedsZK(lock) && e.ZK == nil {
-		return "this stack has no ZooKeeper for the zk lock (the local cluster has one)"
+		return "this stack has no ZooKeeper ensemble for the zk lock"
 	}
 	return ""
 }

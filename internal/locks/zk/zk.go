@@ -88,7 +88,27 @@ func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, err
 	return l.acquire(ctx, owner, false)
 }
 
+// acquire makes attempts until one obtains the lock, finds it taken (not
+// wait), fails, or ctx ends. An attempt whose session expired (its node
+// gone with it, or never made) is not an outage: the client opens a new
+// session at once, and the next attempt queues in it (a replica paused past
+// its session timeout comes back to exactly that).
 func (l *Locker) acquire(ctx context.Context, owner string, wait bool) (lease.Lease, error) {
+	for {
+		held, err := l.attempt(ctx, owner, wait)
+		if !errors.Is(err, zk.ErrSessionExpired) || ctx.Err() != nil {
+			return held, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, l.failed(ctx, "wait for a new session", ctx.Err())
+		case <-time.After(10 * time.Millisecond): // the client's reconnection, not a poll of the lock
+		}
+	}
+}
+
+// attempt is one place in the queue: its node made, then held or waited on.
+func (l *Locker) attempt(ctx context.Context, owner string, wait bool) (lease.Lease, error) {
 	id, err := attemptID()
 	if err != nil {
 		return nil, err
