@@ -13,7 +13,7 @@ CLUSTER := $(GO) run ./cmd/cluster
 URL := http://localhost:$(PORT)
 REPORT := $(CURDIR)/report.html
 
-.PHONY: lab lab-screenshot bench-lab fuzz stress test-busy bench bench-docs bench-guards scenarios scenarios-compose nemesis scenarios-docs docs test test-e2e e2e-compose images-offline vet build check-tools up down status demo bench-loadtest clean
+.PHONY: lab lab-screenshot bench-lab fuzz stress test-busy bench bench-docs bench-guards scenarios scenarios-compose nemesis scenarios-docs docs test test-e2e e2e-compose images-offline vet build check-tools up down status demo bench-loadtest families clean
 
 test: check-tools vet
 	$(GO) test -race ./...
@@ -207,6 +207,12 @@ bench-guards: check-tools
 # against wrk's, both on GET /healthz through nginx, in one run.
 bench-loadtest:
 	@bash deploy/local/bench-loadtest.sh
+
+# The four families of seed 004 (Redis: v6 and redlock; etcd; ZooKeeper; the
+# database) on the same load, with the requests each lock's servers handled
+# per sale, read from their own counters (docs/families.md).
+families:
+	@PORT=$(PORT) RUN_DIR=$(RUN_DIR) bash deploy/local/families.sh
 
 # Every version against the machine's ceilings, in one run on a local cluster
 # started for it with no business time (-work 0); the targets of issue 6;
