@@ -7,7 +7,8 @@
 # from the servers' own counters, before and after: Redis'
 # total_commands_processed, etcd's gRPC calls handled, ZooKeeper's packets
 # received, MariaDB's Questions. The stock's GET and SET (two Redis commands
-# a sale, every version) are counted apart. Starts the local cluster with
+# a sale, every version) are counted apart. LOCKS picks the versions (a
+# version, or VERSION:WAIT for its -wait). Starts the local cluster with
 # -work 0 when it is not up, and stops it again if it started it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -61,17 +62,27 @@ zk_count() { # the packets every member received from clients
 db_count() { # the statements MariaDB ran
   mariadb --socket="$RUN_DIR/mariadb.sock" -N -B -e "SHOW GLOBAL STATUS LIKE 'Questions'" | awk '{print $2}'
 }
-server() { case $1 in v6|redlock) echo redis ;; etcd) echo etcd ;; zk) echo zk ;; db|db-seed) echo db ;; esac; }
+server() { # the servers whose counters say what lock $1 cost
+  case $1 in
+    v3|v4|v5|v6|v7|v8|redlock|redislock|rueidislock*) echo redis ;;
+    etcd) echo etcd ;;
+    zk) echo zk ;;
+    db|db-seed) echo db ;;
+    *) say "no counter for -lock $1 (none, v1, v2 and atomic take no lock in a server)"; exit 2 ;;
+  esac
+}
 
 # field LINE NAME: a number from loadtest -json.
 field() { echo "$1" | grep -o "\"$2\":-\?[0-9.]*" | head -1 | cut -d: -f2; }
 
 printf '| `-lock` | sold | sales/s | p50 ms | p99 ms | max ms | oversold | linearizable | requests to the lock'"'"'s servers / sale |\n'
 printf '|---|---:|---:|---:|---:|---:|---:|---|---|\n'
-for lock in $LOCKS; do
-  s=$(server "$lock")
+for entry in $LOCKS; do # a version, or VERSION:WAIT (v6:handoff)
+  lock=${entry%%:*} wait=()
+  [ "$entry" = "$lock" ] || wait=(-wait "${entry#*:}")
+  s=$(server "$lock") || exit 2
   before=$("${s}_count")
-  out=$(go run ./loadtest -url "$url" -run-dir "$RUN_DIR" -lock "$lock" -n "$N" -c "$C" -stock "$N" -json)
+  out=$(go run ./loadtest -url "$url" -run-dir "$RUN_DIR" -lock "$lock" "${wait[@]}" -n "$N" -c "$C" -stock "$N" -json)
   after=$("${s}_count")
   sold=$(field "$out" sold)
   if [ "$s" = redis ]; then # the stock's GET and SET are Redis commands too
@@ -79,7 +90,7 @@ for lock in $LOCKS; do
   else
     per=$(awk -v d=$((after - before)) -v n="$sold" -v s="$s" 'BEGIN {printf "%.1f to %s (and the stock'"'"'s GET and SET in Redis)", d / n, s}')
   fi
-  printf '| `%s` | %s | %.0f | %.1f | %.1f | %.1f | %s | %s | %s |\n' "$lock" "$sold" "$(field "$out" sales_per_sec)" \
+  printf '| `%s` | %s | %.0f | %.1f | %.1f | %.1f | %s | %s | %s |\n' "${entry/:/ -wait }" "$sold" "$(field "$out" sales_per_sec)" \
     "$(field "$out" p50)" "$(field "$out" p99)" "$(field "$out" max)" "$(field "$out" oversold)" \
     "$(echo "$out" | grep -q '"linearizable":true' && echo ok || echo no)" "$per"
 done

@@ -38,6 +38,21 @@ func Waits(t *testing.T, g Locker, owner string) {
 	}
 }
 
+// NotReentrant asserts that a holder of g asking for g again waits on
+// itself (Waits), then releases.
+func NotReentrant(t *testing.T, g Locker) {
+	t.Helper()
+	ctx := context.Background()
+	held, err := g.Acquire(ctx, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	Waits(t, g, "owner")
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Successor waits until key has expired in rdb (the holder's lease ran out),
 // then takes the lock on g as owner: the next holder walking in.
 func Successor(t *testing.T, rdb *redis.Client, key string, g Locker, owner string) {

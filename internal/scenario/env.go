@@ -21,6 +21,7 @@ import (
 	dblock "github.com/locklab/locklab/internal/locks/db"
 	"github.com/locklab/locklab/internal/locks/handoff"
 	"github.com/locklab/locklab/internal/locks/retry"
+	librueidislock "github.com/locklab/locklab/internal/locks/rueidislock"
 	zklock "github.com/locklab/locklab/internal/locks/zk"
 	"github.com/locklab/locklab/internal/versions"
 	"github.com/redis/go-redis/v9"
@@ -217,7 +218,8 @@ func (e Env) lockAfterFirst(ctx context.Context, first, second <-chan reply) (re
 func (e Env) ClearLock(ctx context.Context, lock string) error {
 	h := handoff.For(e.LockKey)
 	queue, woken := retry.QueueKeys(e.LockKey)
-	if err := e.Redis.Del(ctx, e.LockKey, h.Queue, h.Deadlines, h.Granted, queue, woken).Err(); err != nil {
+	keys := append(e.lockKeys(lock), h.Queue, h.Deadlines, h.Granted, queue, woken)
+	if err := e.Redis.Del(ctx, keys...).Err(); err != nil {
 		return fmt.Errorf("scenario: deleting %s and its queues: %w", e.LockKey, err)
 	}
 	if lock == "etcd" {
@@ -333,8 +335,8 @@ func (e Env) locked(ctx context.Context) (bool, error) {
 		return zklock.Held(ctx, e.ZK, e.LockKey)
 	}
 	if e.lock != "etcd" {
-		n, err := e.Redis.Exists(ctx, e.LockKey).Result()
-		return n == 1, err
+		n, err := e.Redis.Exists(ctx, e.lockKeys(e.lock)...).Result()
+		return n > 0, err
 	}
 	if e.Etcd == nil {
 		return false, errors.New("scenario: no etcd client to watch the etcd lock")
@@ -344,6 +346,18 @@ func (e Env) locked(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("scenario: etcd: %w", err)
 	}
 	return resp.Count > 0, nil
+}
+
+// lockKeys are lock's keys in the stock's Redis node: the lock key, or
+// rueidislock's keys of it (one per key of its majority).
+func (e Env) lockKeys(lock string) []string {
+	switch lock {
+	case "rueidislock":
+		return librueidislock.Keys(e.LockKey, 2)
+	case "rueidislock-1":
+		return librueidislock.Keys(e.LockKey, 1)
+	}
+	return []string{e.LockKey}
 }
 
 // waitUntil polls cond, an observable state, for at most limit.

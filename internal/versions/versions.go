@@ -20,9 +20,11 @@ import (
 	"github.com/locklab/locklab/internal/lease"
 	dblock "github.com/locklab/locklab/internal/locks/db"
 	etcdlock "github.com/locklab/locklab/internal/locks/etcd"
+	libredislock "github.com/locklab/locklab/internal/locks/redislock"
 	"github.com/locklab/locklab/internal/locks/redlock"
 	"github.com/locklab/locklab/internal/locks/replicaack"
 	"github.com/locklab/locklab/internal/locks/retry"
+	librueidislock "github.com/locklab/locklab/internal/locks/rueidislock"
 	mutex "github.com/locklab/locklab/internal/locks/v1_mutex"
 	setnx "github.com/locklab/locklab/internal/locks/v3_setnx"
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
@@ -48,6 +50,9 @@ type Version struct {
 	// Wait says that it waits for a taken lock as -wait says (v3-v8):
 	// polled, notified or handed off.
 	Wait bool `json:"wait,omitempty"`
+	// NoToken says that it hands out no fencing token (a library that has
+	// none): its fenced cells cannot be fixed by the stock's check.
+	NoToken bool `json:"no_token,omitempty"`
 	// OneReplica says that the tutorial runs it on one process: the load
 	// test sends its sales to one replica (v1; v2 is the same code on two).
 	OneReplica bool `json:"one_replica,omitempty"`
@@ -211,7 +216,12 @@ func Build(d Deps, v Variant) map[string]sale.Method {
 		"zk":      {Name: "zk", Lock: d.zk(key, fence), Fence: domain("zk"), Wait: "watch"},
 		"db-seed": d.dbSeed(key, ttl, domain("db-seed")),
 		"db":      d.db(key, ttl, fence, domain("db")),
-		"atomic":  {Name: "atomic", Atomic: true},
+		// The libraries people use, as their READMEs show them: they wait
+		// their own way, and hand out no fencing token.
+		"redislock":     {Name: "redislock", Lock: libredislock.New(d.Redis, libredislock.Options{Key: key, TTL: ttl, Retry: d.Retry}), Wait: "poll"},
+		"rueidislock":   {Name: "rueidislock", Lock: d.rueidislock(key, ttl, 2), Wait: "invalidation"},
+		"rueidislock-1": {Name: "rueidislock-1", Lock: d.rueidislock(key, ttl, 1), Wait: "invalidation"},
+		"atomic":        {Name: "atomic", Atomic: true},
 	}
 	rl := methods["redlock"]
 	rl.LeaseHook = true // redsync takes the lease per mutex, so per acquisition
@@ -269,6 +279,13 @@ func (d Deps) zk(key string, fence bool) sale.Locker {
 		return noZK{}
 	}
 	return counted{zklock.New(d.ZK, zklock.Options{Key: key, Fence: fence}), d.counter("zk", "watch")}
+}
+
+// rueidislock is rueidis's lock on the single-node locks' Redis, with its
+// own client (made at its first sale), on majority of 2*majority-1 keys.
+func (d Deps) rueidislock(key string, ttl time.Duration, majority int32) sale.Locker {
+	o := d.Redis.Options()
+	return librueidislock.New(o.Addr, librueidislock.Options{Key: key, TTL: ttl, Majority: majority, Password: o.Password})
 }
 
 // counted counts one attempt per acquisition of a lock that waits by itself.

@@ -1,0 +1,108 @@
+package rueidislock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/internal/lease"
+	"github.com/locklab/locklab/internal/locks/rueidislock"
+	"github.com/locklab/locklab/internal/locktest"
+	"github.com/locklab/locklab/internal/redistest"
+)
+
+func locker(t *testing.T, addr string, opts rueidislock.Options) *rueidislock.Locker {
+	t.Helper()
+	l := rueidislock.New(addr, opts)
+	t.Cleanup(l.Close)
+	return l
+}
+
+// Two Lockers, each its own client (two replicas), never hold the lock at
+// once and lose no update, with the library's default (2 of 3 keys) and
+// with one key; a nested acquisition waits on itself.
+func TestRueidislock(t *testing.T) {
+	s := redistest.Start(t)
+	for _, majority := range []int32{2, 1} {
+		opts := rueidislock.Options{Key: "lock", TTL: 10 * time.Second, Majority: majority}
+		a, b := locker(t, s.Addr, opts), locker(t, s.Addr, opts)
+		locktest.Exclusion(t, s.Client(), a, b)
+		locktest.NotReentrant(t, a)
+	}
+}
+
+// The library's context is the lease: when the lock's keys vanish from the
+// node (a node that forgot them), its renewal fails and Lost closes, within
+// the keys' validity; the release then says not held.
+func TestRueidislockLost(t *testing.T) {
+	s := redistest.Start(t)
+	l := locker(t, s.Addr, rueidislock.Options{Key: "lock", TTL: time.Second})
+	ctx := context.Background()
+	held, err := l.Acquire(ctx, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Client().Del(ctx, rueidislock.Keys("lock", 2)...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held.Lost():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the keys vanished, and Lost did not close within 5 s (the validity is 1 s)")
+	}
+	if err := held.Release(ctx); !errors.Is(err, lease.ErrNotHeld) {
+		t.Fatalf("release of a lost lock: %v, want not held", err)
+	}
+}
+
+// A waiter's deadline ends its wait (lock not obtained), and a lock obtained
+// just inside a short deadline outlives it: the library would otherwise cut
+// the lock's validity to the acquisition's deadline.
+func TestRueidislockDeadlines(t *testing.T) {
+	s := redistest.Start(t)
+	l := locker(t, s.Addr, rueidislock.Options{Key: "lock", TTL: 2 * time.Second})
+	ctx := context.Background()
+	actx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	held, err := l.Acquire(actx, "holder")
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	_, err = l.Acquire(wctx, "waiter")
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a waiter past its deadline: %v, want the deadline", err)
+	}
+	select {
+	case <-held.Lost():
+		t.Fatal("the holder's lock ended with its acquisition's deadline")
+	case <-time.After(300 * time.Millisecond): // past both deadlines: the lock must still be held
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A node down at the first acquisition is that sale's error (the client is
+// made again at the next), not a lock that is taken, nor a replica that
+// cannot start.
+func TestRueidislockNodeDownAtFirst(t *testing.T) {
+	s := redistest.Start(t)
+	l := locker(t, s.Addr, rueidislock.Options{Key: "lock"})
+	s.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := l.Acquire(ctx, "owner"); err == nil || ctx.Err() != nil {
+		t.Fatalf("with the node down: %v (deadline reached: %v), want the client's error at once", err, ctx.Err())
+	}
+	s.Restart()
+	held, err := l.Acquire(ctx, "owner")
+	if err != nil {
+		t.Fatalf("with the node back: %v", err)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
