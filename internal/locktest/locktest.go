@@ -34,18 +34,32 @@ func Poll(g retry.Guard) Locker { return retry.Poll(g, time.Millisecond, nil) }
 // overlapped.
 func Exclusion(t *testing.T, rdb *redis.Client, a, b Locker) {
 	t.Helper()
-	if err := exclusion(rdb, "locktest:counter:"+t.Name(), a, b); err != nil {
+	if _, err := exclusion(rdb, "locktest:counter:"+t.Name(), a, b, 30*time.Second, false); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func exclusion(rdb *redis.Client, counter string, a, b Locker) error {
+// ExclusionParked is Exclusion for a guard whose waiters may never be woken
+// (a library's lost wake-up, a finding to report, not this check's
+// concern): an acquisition still waiting after patience gives up its
+// increment, and is counted; the count must be exact for the others, and no
+// two holders may overlap. It returns how many gave up.
+func ExclusionParked(t *testing.T, rdb *redis.Client, a, b Locker, patience time.Duration) (parked int) {
+	t.Helper()
+	parked, err := exclusion(rdb, "locktest:counter:"+t.Name(), a, b, patience, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parked
+}
+
+func exclusion(rdb *redis.Client, counter string, a, b Locker, patience time.Duration, allowParked bool) (int, error) {
 	const workers, rounds = 4, 15
 	ctx := context.Background()
 	if err := rdb.Del(ctx, counter).Err(); err != nil {
-		return err
+		return 0, err
 	}
-	var holders, maxHolders atomic.Int32
+	var holders, maxHolders, parked atomic.Int32
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*workers)
 	for gi, g := range []Locker{a, b} {
@@ -53,7 +67,12 @@ func exclusion(rdb *redis.Client, counter string, a, b Locker) error {
 			wg.Go(func() {
 				for r := range rounds {
 					owner := fmt.Sprintf("replica%d-worker%d-round%d", gi, w, r)
-					if err := increment(ctx, rdb, g, owner, counter, &holders, &maxHolders); err != nil {
+					err := increment(ctx, rdb, g, owner, counter, patience, &holders, &maxHolders)
+					if allowParked && errors.Is(err, context.DeadlineExceeded) {
+						parked.Add(1)
+						continue
+					}
+					if err != nil {
 						errs <- err
 						return
 					}
@@ -64,20 +83,20 @@ func exclusion(rdb *redis.Client, counter string, a, b Locker) error {
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
-		return err
+		return 0, err
 	}
 	got, err := rdb.Get(ctx, counter).Int()
-	if err != nil {
-		return err
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, err
 	}
-	if want := 2 * workers * rounds; got != want || maxHolders.Load() != 1 {
-		return fmt.Errorf("counter = %d, want %d; most holders at once = %d, want 1", got, want, maxHolders.Load())
+	if want := 2*workers*rounds - int(parked.Load()); got != want || maxHolders.Load() != 1 {
+		return 0, fmt.Errorf("counter = %d, want %d; most holders at once = %d, want 1", got, want, maxHolders.Load())
 	}
-	return nil
+	return int(parked.Load()), nil
 }
 
-func increment(ctx context.Context, rdb *redis.Client, g Locker, owner, counter string, holders, maxHolders *atomic.Int32) error {
-	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+func increment(ctx context.Context, rdb *redis.Client, g Locker, owner, counter string, patience time.Duration, holders, maxHolders *atomic.Int32) error {
+	actx, cancel := context.WithTimeout(ctx, patience)
 	defer cancel()
 	l, err := g.Acquire(actx, owner)
 	if err != nil {

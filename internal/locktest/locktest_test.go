@@ -1,6 +1,8 @@
 package locktest
 
 import (
+	"time"
+
 	"testing"
 
 	"github.com/locklab/locklab/internal/locks/retry"
@@ -12,7 +14,7 @@ import (
 // mutexes stand for two replicas, each locking only itself.
 func TestExclusionCatchesOverlap(t *testing.T) {
 	rdb := redistest.Start(t).Client()
-	if err := exclusion(rdb, "locktest:self", retry.Local(mutex.New(), nil), retry.Local(mutex.New(), nil)); err == nil {
+	if _, err := exclusion(rdb, "locktest:self", retry.Local(mutex.New(), nil), retry.Local(mutex.New(), nil), 30*time.Second, false); err == nil {
 		t.Fatal("exclusion passed two independent mutexes; it must report the overlap")
 	}
 }
