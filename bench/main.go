@@ -10,7 +10,9 @@
 //  4. each version through nginx and both replicas, -c concurrent sales, with
 //     stock that never runs out; v3 to v8 polling, notified and handed off,
 //     each in rounds between sets of its ceilings;
-//  5. the default load test (n=1000, c=100) for each version: none may fail;
+//  5. the comparison with the libraries people use: v6 in its three waits
+//     beside every library version, in interleaved rounds (issue 33);
+//  6. the default load test (n=1000, c=100) for each version: none may fail;
 //
 // then checks the targets and floors (issue 14), prints the table, writes it as JSON, and
 // exits 1 if a target was missed. Ratios are taken within the run, and each
@@ -53,6 +55,9 @@ type options struct {
 	// locks are the versions measured (nil: every one); a partial run checks
 	// only its own rows' goals.
 	locks []string
+	// compareRounds are the interleaved rounds of the libraries'
+	// comparison (0: none).
+	compareRounds int
 }
 
 func parse(args []string, stderr io.Writer) (o options, err error) {
@@ -68,6 +73,7 @@ func parse(args []string, stderr io.Writer) (o options, err error) {
 	fs.DurationVar(&o.loadTime, "load-duration", 1500*time.Millisecond, "per row, how long each offered load of its latency curve runs (an open model at 1/4, 1/2, 3/4 and 1 x the row's closed-loop sales/s); 0: no curve")
 	fs.StringVar(&o.chart, "chart", "", "write the latency-vs-offered-load chart here, as SVG (empty: do not)")
 	fs.StringVar(&o.report, "report", "", "write an HTML report here: the table and the latency-vs-offered-load chart (empty: do not)")
+	fs.IntVar(&o.compareRounds, "compare-rounds", 3, "interleaved rounds of the comparison with the libraries people use (v6 polled, notified and handed off beside every library version, each -duration a round); 0: none")
 	fs.Func("lock", "measure only these versions, comma-separated (default: every one); for a quick look at one row, not the docs' table", func(v string) error {
 		for name := range strings.SplitSeq(v, ",") {
 			if _, ok := versions.Lookup(strings.TrimSpace(name)); !ok {
@@ -80,8 +86,8 @@ func parse(args []string, stderr io.Writer) (o options, err error) {
 	if err := cli.Parse(fs, args, 0); err != nil {
 		return o, err
 	}
-	if o.duration <= 0 || o.ceilingTime <= 0 || o.concurrency < 1 || o.rounds < 1 || o.loadTime < 0 {
-		return o, cli.UsageError(stderr, "bench", "-duration and -ceiling-duration must be > 0, -c and -rounds >= 1, -load-duration >= 0")
+	if o.duration <= 0 || o.ceilingTime <= 0 || o.concurrency < 1 || o.rounds < 1 || o.loadTime < 0 || o.compareRounds < 0 {
+		return o, cli.UsageError(stderr, "bench", "-duration and -ceiling-duration must be > 0, -c and -rounds >= 1, -load-duration and -compare-rounds >= 0")
 	}
 	return o, nil
 }

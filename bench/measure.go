@@ -39,6 +39,7 @@ type Report struct {
 	// measured before and after atomic's run.
 	Nginx    float64            `json:"nginx_ceiling_per_sec"`
 	Rows     []Row              `json:"versions"`
+	Compare  *Comparison        `json:"libraries,omitempty"`
 	Default  []DefaultRun       `json:"default_load_test"`
 	MemoryMB map[string]float64 `json:"replica_peak_rss_mb"`
 	Targets  []Target           `json:"targets"`
@@ -173,6 +174,9 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*Report, error) 
 	}
 	b.rep.Serial = median(b.serials)
 	b.say("serial ceiling (SET NX PX, GET, SET, Lua release), all slices: %.0f sales/s", b.rep.Serial)
+	if err := b.compare(ctx); err != nil {
+		return nil, err
+	}
 	if err := b.defaultLoadTests(ctx); err != nil {
 		return nil, err
 	}
@@ -259,6 +263,7 @@ func newBench(ctx context.Context, o options, stderr io.Writer) (*bench, func(),
 		return nil, nil, err
 	}
 	b.plan(ctx, versions.Deps{Redis: b.rdb, Redlock: b.nodes, Etcd: ecli, DB: dbc, ZK: zks, LockKey: "bench:lock", Notifier: notifier})
+	b.planComparison()
 	return b, closeBench, nil
 }
 

@@ -106,6 +106,7 @@ func (r *Report) check() {
 			add(label+" through nginx", "no failed request", fmt.Sprintf("%d failed", row.Failed), false)
 		}
 	}
+	r.checkComparison(add)
 	for _, d := range r.Default {
 		label := strings.TrimSpace(d.Lock + " " + d.Wait)
 		add(label+" default load test", "no failed request", fmt.Sprintf("%d failed", d.Failed), d.Failed == 0)
@@ -139,12 +140,13 @@ func writeTable(w io.Writer, r *Report) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "lock\twait\town ceiling/s\tx serial\tnginx sales/s\tp50 ms\tp99 ms\tratio (rounds)\tof\theld us: own\tnginx\thand-over us\tbusy\ttrips/sale\tcmds/sale\tattempts/sale\t")
 	for _, row := range r.Rows {
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.2f\t%.0f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t%s\t\n", row.Lock, dash(row.Wait), row.Own, row.OwnVsSerial,
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.2f\t%.0f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t\n", row.Lock, dash(row.Wait), row.Own, row.OwnVsSerial,
 			row.Sales, row.P50, row.P99, spread(row), row.RatioOf, micros(row.HoldOwn), micros(row.HoldNginx), micros(row.Handover), busy(row.Busy),
-			row.RoundTripsPerSale, row.CommandsPerSale, attempts(row.AttemptsPerSale))
+			trips(row), row.CommandsPerSale, attempts(row.AttemptsPerSale))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+	writeComparison(w, r)
 	met := 0
 	for _, t := range r.Targets {
 		if t.Met {
@@ -157,6 +159,15 @@ func writeTable(w io.Writer, r *Report) {
 			fmt.Fprintf(w, "  MISSED %s: want %s, got %s\n", t.Name, t.Want, t.Got)
 		}
 	}
+}
+
+// trips prints a row's round trips per sale, "-" where the replicas'
+// counter does not see the lock's own client.
+func trips(row Row) string {
+	if !countsTrips(row.Lock) {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", row.RoundTripsPerSale)
 }
 
 // spread is a row's ratio, the median of its rounds, with their range.
@@ -211,12 +222,15 @@ func markdown(r *Report) string {
 		if row.HoldOwn > 0 {
 			held = micros(row.HoldOwn) + " / " + micros(row.HoldNginx)
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %.0f | %.2f | %.0f | %.1f | %.1f | %s | %s | %s | %.1f | %.1f | %s | %s | %s %s |\n", row.Lock, dash(row.Wait), row.Own,
-			row.OwnVsSerial, row.Sales, row.P50, row.P99, held, micros(row.Handover), busy(row.Busy), row.RoundTripsPerSale, row.CommandsPerSale, attempts(row.AttemptsPerSale),
+		fmt.Fprintf(&b, "| `%s` | %s | %.0f | %.2f | %.0f | %.1f | %.1f | %s | %s | %s | %s | %.1f | %s | %s | %s %s |\n", row.Lock, dash(row.Wait), row.Own,
+			row.OwnVsSerial, row.Sales, row.P50, row.P99, held, micros(row.Handover), busy(row.Busy), trips(row), row.CommandsPerSale, attempts(row.AttemptsPerSale),
 			spread(row), want(row), mark(r, strings.TrimSpace(row.Lock+" "+row.Wait)+" through nginx"))
 	}
 	b.WriteString("\n")
 	for _, t := range r.Targets {
+		if strings.HasPrefix(t.Name, compareTitle) { // comparisonMarkdown says them under its table
+			continue
+		}
 		if strings.HasSuffix(t.Name, " p99") || strings.HasSuffix(t.Name, " round trips") || strings.HasSuffix(t.Name, " lock busy") {
 			fmt.Fprintf(&b, "- %s: %s, want %s %s\n", t.Name, t.Got, t.Want, tick(t.Met))
 		}
@@ -239,6 +253,7 @@ func markdown(r *Report) string {
 			met++
 		}
 	}
+	comparisonMarkdown(&b, r)
 	fmt.Fprintf(&b, "\n%d of %d targets met.\n", met, len(r.Targets))
 	return b.String()
 }

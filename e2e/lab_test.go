@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,6 +23,8 @@ import (
 	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/redistest"
+	"github.com/locklab/locklab/internal/scenario"
+	"github.com/locklab/locklab/internal/versions"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -212,6 +215,30 @@ func TestLab(t *testing.T) {
 			fmt.Sprintf(`document.querySelector('%s .observed')?.textContent === %q && Number(document.querySelector("#timeline").dataset.holds) >= 2`, sel, "✓ "+c.want))
 		screenshot(t, ctx, "lab-5-"+c.scenario)
 	}
+
+	// What to use: a row for v6, v8 and every library version, each cell
+	// the scenario's measured outcome; the slow-holder cell just run for v6
+	// is marked as seen here; the libraries side by side from its button,
+	// each judged, with its p99 in the runs table.
+	waitFor(t, ctx, "the cell ended", `!document.querySelector("#start").disabled`)
+	var rows []string
+	for _, v := range versions.All {
+		if v.Name == "v6" || v.Name == "v8" || v.Library != "" {
+			rows = append(rows, v.Name)
+		}
+	}
+	list, _ := json.Marshal(rows)
+	waitFor(t, ctx, "what to use: a row for v6, v8 and each library, the lost wake-up said, v6's slow holder seen here",
+		fmt.Sprintf(`JSON.stringify([...document.querySelectorAll("#choose tbody th code")].map((c) => c.textContent)) === %q &&
+		document.querySelector('#choose td[data-cell="lost-wakeup/rueidislock-1"] .expect')?.textContent === %q &&
+		document.querySelector('#choose td[data-cell="slow-holder/v6"] .observed')?.textContent === " ✓ seen here"`, list, scenario.StrandsCleanly))
+	if err := chromedp.Do(ctx, chromedp.Click("#side-by-side", chromedp.NodeEnabled)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the libraries run side by side, each judged, with its p99",
+		fmt.Sprintf(`!document.querySelector("#start").disabled && %s.every((l) => document.querySelector(".verdict[data-lock='" + l + "']")?.dataset.word === "ok") &&
+		[...document.querySelectorAll("#runs tbody tr")].filter((tr) => tr.children[1].textContent === "rueidislock-1" && Number(tr.children[9].textContent) > 0).length === 1`, list))
+	screenshot(t, ctx, "lab-5-what-to-use")
 
 	// v7 under the nemesis for 10 s: the schedule's faults drawn on the
 	// timeline, and the checker's verdict, whatever it is for this seed.

@@ -45,9 +45,9 @@ func Compose(ctx context.Context, project string, h api.Health, adminToken, redi
 	if h.Settings["chaos"] != "true" {
 		return Env{}, errors.New("scenario: the replicas run without -chaos: start the stack with deploy/docker-compose.scenarios.yml (make scenarios-compose does)")
 	}
-	ttl, err := time.ParseDuration(h.Settings["ttl"])
+	ttl, acquire, err := deadlines(h)
 	if err != nil {
-		return Env{}, fmt.Errorf("scenario: the replicas report no -ttl: %w", err)
+		return Env{}, err
 	}
 	p := composeProcs{project: project, ready: map[string]func(context.Context) error{}}
 	published := func(service, port string) (string, error) {
@@ -62,7 +62,7 @@ func Compose(ctx context.Context, project string, h api.Health, adminToken, redi
 		}
 		return addr, nil
 	}
-	e := Env{AdminToken: adminToken, LockKey: h.LockKey, StockKey: h.StockKey, TTL: ttl,
+	e := Env{AdminToken: adminToken, LockKey: h.LockKey, StockKey: h.StockKey, TTL: ttl, AcquireTimeout: acquire,
 		Client: &http.Client{Timeout: 2 * time.Minute}, StockNode: composeRedis[0], SpareNodes: composeRedis[1:], Procs: p}
 	for i, s := range composeReplicas {
 		addr, err := published(s, "8080")

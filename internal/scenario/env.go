@@ -36,7 +36,10 @@ type Env struct {
 	LockKey    string        // as the replicas report it on /healthz
 	StockKey   string
 	TTL        time.Duration // the replicas' -ttl (from /healthz)
-	Client     *http.Client
+	// AcquireTimeout is the replicas' -acquire-timeout (from /healthz):
+	// how long a sale waits for the lock before its 503.
+	AcquireTimeout time.Duration
+	Client         *http.Client
 	// Etcd is a client of the etcd lock's cluster: its lock is watched
 	// there (the keys under LockKey + "/"), as the others' in Redis.
 	Etcd *clientv3.Client
@@ -392,4 +395,15 @@ func (e Env) Lacks(lock string) string {
 		return "this stack has no ZooKeeper ensemble for the zk lock"
 	}
 	return ""
+}
+
+// deadlines reads the replicas' -ttl and -acquire-timeout off /healthz.
+func deadlines(h api.Health) (ttl, acquire time.Duration, err error) {
+	if ttl, err = time.ParseDuration(h.Settings["ttl"]); err != nil {
+		return 0, 0, fmt.Errorf("scenario: the replicas report no -ttl: %w", err)
+	}
+	if acquire, err = time.ParseDuration(h.Settings["acquire_timeout"]); err != nil {
+		return 0, 0, fmt.Errorf("scenario: the replicas report no -acquire-timeout: %w", err)
+	}
+	return ttl, acquire, nil
 }

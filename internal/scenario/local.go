@@ -27,9 +27,9 @@ func Local(c *cluster.Cluster, h api.Health, adminToken string) (Env, error) {
 	if h.Settings["chaos"] != "true" {
 		return Env{}, errors.New("scenario: the replicas run without -chaos and -admin-token (make scenarios starts them so)")
 	}
-	ttl, err := time.ParseDuration(h.Settings["ttl"])
+	ttl, acquire, err := deadlines(h)
 	if err != nil {
-		return Env{}, fmt.Errorf("scenario: the replicas report no -ttl: %w", err)
+		return Env{}, err
 	}
 	replica := func(i int) Replica {
 		return Replica{Name: s.Replicas[i].Name, URL: "http://" + s.Replicas[i].Addr + "/sale"}
@@ -49,7 +49,7 @@ func Local(c *cluster.Cluster, h api.Health, adminToken string) (Env, error) {
 		spare, spareRedis = append(spare, n.Name), append(spareRedis, redisconn.New(n.Addr, s.RedisPassword))
 	}
 	env := Env{URL: s.URL, AdminToken: adminToken, Redis: redisconn.New(s.StockNode().Addr, s.RedisPassword), Etcd: cli,
-		LockKey: h.LockKey, StockKey: h.StockKey, TTL: ttl, Client: &http.Client{Timeout: 2 * time.Minute},
+		LockKey: h.LockKey, StockKey: h.StockKey, TTL: ttl, AcquireTimeout: acquire, Client: &http.Client{Timeout: 2 * time.Minute},
 		Replicas: [2]Replica{replica(0), replica(1)}, StockNode: s.StockNode().Name, StockAddr: s.StockNode().Addr,
 		SpareNodes: spare, SpareRedis: spareRedis, EtcdMembers: members, Procs: c}
 	if s.Toxiproxy != nil {

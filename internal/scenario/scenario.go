@@ -132,6 +132,7 @@ var All = bind(catalogue, map[string]runFunc{
 	"pause-holder":           pauseHolder(false),
 	"pause-holder+fence":     pauseHolder(true),
 	"reentry":                reentry,
+	"lost-wakeup":            lostWakeup,
 })
 
 //go:embed scenarios.json
@@ -216,6 +217,8 @@ func agrees(observed string, v checker.Verdict) string {
 		return "no oversell, but the history shows two holders or a lost update"
 	case observed == StaleRefused && (v.TwoHolders == 0 || v.LostUpdates != 0):
 		return "a refused stale write, but the history does not show two holders without a lost update"
+	case (observed == AllWoken || observed == Stranded || observed == StrandsCleanly) && (v.TwoHolders != 0 || v.LostUpdates != 0):
+		return "nothing oversold, but the history shows two holders or a lost update"
 	case observed == StopsBeforeWrite && v.LostUpdates != 0:
 		return "stopped before its write, but the history shows a lost update"
 	}

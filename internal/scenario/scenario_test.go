@@ -31,7 +31,7 @@ func TestMatrix(t *testing.T) {
 // of versions that exist: a typo there would fail every run of its cell.
 func TestCatalogue(t *testing.T) {
 	outcomes := []string{Oversell, NoOversell, ForeignDelete, NoForeignDelete, DeletesSuccessor, KeepsSuccessor,
-		WaitsOnItself, Passes, StaleRefused, Deadlock, Clean503, KeepsSelling, Resumes, StopsBeforeWrite, TwoHolders, NoTwoHolders, ConfirmedLost, NoConfirmedLost, MovesOn}
+		WaitsOnItself, Passes, StaleRefused, Deadlock, Clean503, KeepsSelling, Resumes, StopsBeforeWrite, TwoHolders, NoTwoHolders, ConfirmedLost, NoConfirmedLost, MovesOn, AllWoken, Stranded, StrandsCleanly}
 	for _, s := range All {
 		if len(s.Expect) == 0 || s.run == nil || s.Injected == "" {
 			t.Errorf("%s is incomplete", s.Name)
@@ -45,6 +45,25 @@ func TestCatalogue(t *testing.T) {
 			}
 		}
 	}
+}
+
+// lost-wakeup expects a stranded waiter's clean 503 exactly of the versions
+// whose catalogue entry says they lose wake-ups, and no stranding of the
+// others: the e2e load runs forgive a 503 by the same field.
+func TestLostWakeupAgreesWithCatalogue(t *testing.T) {
+	for _, s := range All {
+		if s.Name != "lost-wakeup" {
+			continue
+		}
+		for lock, want := range s.Expect {
+			v, _ := versions.Lookup(lock)
+			if (want == StrandsCleanly) != (v.LostWakeup != "") {
+				t.Errorf("lost-wakeup expects %q of %s, whose catalogue says lost_wakeup %q", want, lock, v.LostWakeup)
+			}
+		}
+		return
+	}
+	t.Fatal("no lost-wakeup scenario")
 }
 
 // Every version's lesson (the lab's button that reproduces its flaw) names

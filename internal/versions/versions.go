@@ -50,6 +50,20 @@ type Version struct {
 	// Wait says that it waits for a taken lock as -wait says (v3-v8):
 	// polled, notified or handed off.
 	Wait bool `json:"wait,omitempty"`
+	// Waits is how a version that waits its own way (not -wait) waits for
+	// a taken lock: "poll", "watch" (etcd's, ZooKeeper's) or "invalidation"
+	// (told by Redis' client-side caching); empty for one that never waits
+	// on another process (none, v1, v2, atomic).
+	Waits string `json:"waits,omitempty"`
+	// Library is the Go module of a lock library people use instead of
+	// writing one, used here as its README shows (empty: ours): the bench
+	// sets our hand-off against these, and the docs judge them as ours.
+	Library string `json:"library,omitempty"`
+	// LostWakeup, when set, is a measured lost wake-up: a waiter left
+	// parked with the lock free until its deadline. A liveness finding of a
+	// library, not ours to fix: the load tests count such a waiter's 503
+	// instead of failing, and the lost-wakeup cell expects it at a rate.
+	LostWakeup string `json:"lost_wakeup,omitempty"`
 	// NoToken says that it hands out no fencing token (a library that has
 	// none): its fenced cells cannot be fixed by the stock's check.
 	NoToken bool `json:"no_token,omitempty"`

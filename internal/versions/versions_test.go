@@ -54,6 +54,9 @@ func TestWaitMatchesCatalogue(t *testing.T) {
 			if got := methods[v.Name].Wait == wait && wait != "poll"; got != (v.Wait && wait != "poll") {
 				t.Errorf("-wait %s: %s waits %q; catalogue says wait=%v", wait, v.Name, methods[v.Name].Wait, v.Wait)
 			}
+			if !v.Wait && methods[v.Name].Wait != v.Waits {
+				t.Errorf("-wait %s: %s waits %q; catalogue says waits %q", wait, v.Name, methods[v.Name].Wait, v.Waits)
+			}
 		}
 	}
 }

@@ -99,7 +99,48 @@ async function loadMatrix() {
     for (const f of document.querySelectorAll("#nemesis-field input")) f.disabled = true;
     $("#matrix-details").open = false; // what each version is expected to do, still there to read
   }
+  buildChoose();
   touch("matrix");
+}
+
+// The columns of "what to use": the tutorial's requirements as the
+// scenarios test them, then what the catalogue says of fencing and waiting.
+const chooseColumns = [
+  ["exclusive under load", (v) => (v.safe ? "yes (the checker)" : "no")],
+  ["its node down", "node-down"],
+  ["holder killed (no deadlock)", "crash-holder"],
+  ["slow holder", "slow-holder"],
+  ["its key lost", "lost-lease"],
+  ["paused holder (stealing)", "pause-holder"],
+  ["fenced, paused", "pause-holder+fence"],
+  ["reentrant", "reentry"],
+  ["waiters woken, traffic stopped", "lost-wakeup"],
+  ["fencing token", (v) => (v.no_token ? "none" : "yes")],
+  ["waiting", (v) => (v.wait ? "poll, notify or hand-off (-wait)" : v.waits || "-")],
+];
+
+// chooseRows are our v6 and v8, then every library version.
+function chooseRows() {
+  return state.config.versions.filter((v) => v.name === "v6" || v.name === "v8" || v.library);
+}
+
+// buildChoose draws "what to use": a row per lock, a cell per requirement,
+// each the scenario's measured outcome (the catalogue's expectation, which
+// is what the cells observe); drawMatrix adds what this lab observed.
+function buildChoose() {
+  const m = state.matrix;
+  const expect = Object.fromEntries(m.scenarios.map((s) => [s.name, s.expect]));
+  $("#choose thead").replaceChildren(el("tr", {}, el("th", { text: "lock" }), ...chooseColumns.map(([title]) => el("th", { text: title }))));
+  $("#choose tbody").replaceChildren(...chooseRows().map((v) => el("tr", {},
+    el("th", { scope: "row", title: v.guard + ". Still wrong: " + v.flaw + (v.lost_wakeup ? ". Lost wake-up: " + v.lost_wakeup : "") },
+      el("code", { text: v.name }), el("br"), el("small", { text: v.library || "ours" })),
+    ...chooseColumns.map(([, from]) => {
+      if (typeof from === "function") return el("td", { text: from(v) });
+      const want = (expect[from] || {})[v.name];
+      if (!want) return el("td", { className: "none", text: "-", title: "no " + from + " cell for " + v.name });
+      return el("td", { "data-cell": from + "/" + v.name, title: from }, el("span", { className: "expect", text: want }), el("span", { className: "observed" }));
+    }))));
+  $("#side-by-side").onclick = () => lessonRun(chooseRows().map((v) => v.name), "handoff");
 }
 
 // The lessons: a tab per version in the tutorial's order (arrow keys move
@@ -169,10 +210,10 @@ async function showLesson(i) {
   } catch (err) { code.replaceChildren(el("p", { className: "why", text: "its code: " + err.message })); }
 }
 
-async function lessonRun(locks) {
+async function lessonRun(locks, wait = "") {
   clearError();
   try {
-    adopt(await api("POST", "/lab/api/runs", { locks, wait: "", fence: false, requests: 300, concurrency: 50, stock: 100 }));
+    adopt(await api("POST", "/lab/api/runs", { locks, wait, fence: false, requests: 300, concurrency: 50, stock: 100 }));
     $("#live-panel").scrollIntoView({ behavior: "smooth", block: "start" });
   } catch (err) { showError(err); }
 }
@@ -491,6 +532,13 @@ function drawMatrix() {
     b.disabled = busy || (!b.textContent.startsWith("Show it") && !(state.matrix && state.matrix.available));
   }
   if (!state.cells) return;
+  $("#side-by-side").disabled = busy;
+  for (const td of document.querySelectorAll("#choose td[data-cell]")) {
+    const c = state.cells[td.dataset.cell];
+    const obs = td.querySelector(".observed");
+    obs.textContent = c && c.status === "done" ? (c.ok ? " ✓ seen here" : " ✗ seen here: " + c.observed) : "";
+    obs.dataset.ok = c && c.status === "done" ? String(c.ok) : "";
+  }
   for (const td of document.querySelectorAll("#matrix td[data-cell]")) {
     const c = state.cells[td.dataset.cell];
     const obs = td.querySelector(".observed");
@@ -513,6 +561,7 @@ function drawRuns() {
         el("td", { className: bad(res.lost_updates), text: res.history_checked ? res.lost_updates : "-" }),
         el("td", { className: res.linearizability === "violated" ? "bad" : "", text: res.linearizability || "-" }),
         el("td", { text: Math.round(res.sales_per_sec) }),
+        el("td", { text: res.latency_ms ? res.latency_ms.p99.toFixed(1) : "-" }),
         el("td", {}, ...(r.file ? [el("span", { text: "opened from " + r.file })] : [
           el("a", { href: "/lab/api/runs/" + r.id + "/report", text: "report" }), " ",
           el("a", { href: "/lab/api/runs/" + r.id + "?download", text: "json" })]))));
