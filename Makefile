@@ -13,7 +13,7 @@ CLUSTER := $(GO) run ./cmd/cluster
 URL := http://localhost:$(PORT)
 REPORT := $(CURDIR)/report.html
 
-.PHONY: lab lab-screenshot bench-lab fuzz stress test-busy bench bench-docs bench-guards scenarios scenarios-compose nemesis scenarios-docs docs test test-e2e e2e-compose images-offline vet build check-tools up down status demo bench-loadtest families clean
+.PHONY: lab lab-screenshot bench-lab fuzz stress test-busy bench bench-scale bench-docs bench-guards scenarios scenarios-compose nemesis scenarios-docs docs test test-e2e e2e-compose images-offline vet build check-tools up down status demo bench-loadtest families clean
 
 test: check-tools vet
 	$(GO) test -race ./...
@@ -226,6 +226,14 @@ bench:
 	$(GO) run ./bench -url $(URL)/sale -run-dir $(RUN_DIR) -json $(BENCH_JSON) -report $(BENCH_REPORT) $(BENCH_FLAGS) || status=$$?; \
 	$(CLUSTER) down; \
 	exit $$status
+
+# The scaling curve (issue 29): the local cluster started with -work 0 at 1,
+# 2, 4 and 8 replicas in turn (each stopped after), none, v6 (poll, notify,
+# handoff), redlock, etcd and atomic at concurrency 1 to 256; sales/s, p99,
+# Redis commands and round trips per sale, into bench-scale.json, the chart
+# and docs/performance.md. About 6 minutes.
+bench-scale:
+	$(GO) run ./bench scale -run-dir $(RUN_DIR) -port $(PORT) -json $(CURDIR)/bench-scale.json -chart $(CURDIR)/docs/bench-scale.svg -doc $(CURDIR)/docs/performance.md $(SCALE_FLAGS)
 
 # The same, writing the table into docs/performance.md.
 bench-docs:

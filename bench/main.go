@@ -14,6 +14,7 @@
 //     beside every library version, in interleaved rounds (issue 33);
 //  6. the default load test (n=1000, c=100) for each version: none may fail;
 //
+// (go run ./bench scale: the scaling curve instead, see scale.go)
 // then checks the targets and floors (issue 14), prints the table, writes it as JSON, and
 // exits 1 if a target was missed. Ratios are taken within the run, and each
 // row's ceilings are measured just before and just after its own run through
@@ -93,6 +94,9 @@ func parse(args []string, stderr io.Writer) (o options, err error) {
 }
 
 func run(ctx context.Context, args []string, _ func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "scale" {
+		return runScale(ctx, args[1:], stdout, stderr)
+	}
 	o, err := parse(args, stderr)
 	if err != nil {
 		return cli.Status(err)

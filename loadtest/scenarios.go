@@ -40,7 +40,7 @@ func runScenarios(ctx context.Context, o options, stdout, stderr io.Writer) int 
 			continue
 		}
 		if ok, why := s.OnCompose(); o.compose != "" && !ok {
-			fmt.Fprintf(stderr, "loadtest: scenario %s skipped on Compose: it %s\n", s.Name, why)
+			fmt.Fprintf(stderr, "loadtest: scenario %s skipped on Compose: %s\n", s.Name, why)
 			continue
 		}
 		for _, lock := range o.locks {

@@ -50,6 +50,10 @@ type Version struct {
 	// Wait says that it waits for a taken lock as -wait says (v3-v8):
 	// polled, notified or handed off.
 	Wait bool `json:"wait,omitempty"`
+	// Needs names the server a version runs on that a replica may be
+	// started without: "db" (-db) or "zk" (-zk); its /healthz setting of
+	// that name says whether it has one.
+	Needs string `json:"needs,omitempty"`
 	// Waits is how a version that waits its own way (not -wait) waits for
 	// a taken lock: "poll", "watch" (etcd's, ZooKeeper's) or "invalidation"
 	// (told by Redis' client-side caching); empty for one that never waits
@@ -337,13 +341,8 @@ func (d Deps) dbSeed(key string, ttl time.Duration, domain string) sale.Method {
 // it ("db": the database, -db; "zk": the ZooKeeper ensemble, -zk), or ""
 // when it needs neither: a replica reporting "false" for it cannot run it.
 func Needs(version string) string {
-	switch {
-	case NeedsDB(version):
-		return "db"
-	case NeedsZK(version):
-		return "zk"
-	}
-	return ""
+	v, _ := Lookup(version)
+	return v.Needs
 }
 
 // Missing is why the versions in locks that need a setting the replicas
@@ -371,7 +370,7 @@ func Missing(locks []string, settings map[string]string) (why string, missing []
 }
 
 // NeedsDB says whether version runs on the service's database (-db).
-func NeedsDB(version string) bool { return version == "db" || version == "db-seed" }
+func NeedsDB(version string) bool { return Needs(version) == "db" }
 
 // ErrNoDB is the db versions' error when the service has no database.
 var ErrNoDB = errors.New("versions: no database configured (-db)")
@@ -381,7 +380,7 @@ type noDB struct{}
 func (noDB) Acquire(context.Context, string) (lease.Lease, error) { return nil, ErrNoDB }
 
 // NeedsZK says whether version runs on the service's ZooKeeper (-zk).
-func NeedsZK(version string) bool { return version == "zk" }
+func NeedsZK(version string) bool { return Needs(version) == "zk" }
 
 // ErrNoZK is the zk version's error when the service has no ZooKeeper.
 var ErrNoZK = errors.New("versions: no ZooKeeper ensemble configured (-zk)")

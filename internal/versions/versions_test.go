@@ -2,6 +2,7 @@ package versions_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -57,6 +58,27 @@ func TestWaitMatchesCatalogue(t *testing.T) {
 			if !v.Wait && methods[v.Name].Wait != v.Waits {
 				t.Errorf("-wait %s: %s waits %q; catalogue says waits %q", wait, v.Name, methods[v.Name].Wait, v.Waits)
 			}
+		}
+	}
+}
+
+// The catalogue's needs is exactly which versions a replica without a
+// database (-db) or a ZooKeeper ensemble (-zk) cannot run: built without
+// them, those and only those answer that they are missing.
+func TestNeedsMatchesBuild(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialerRetries: 1, DialerRetryTimeout: time.Millisecond, MaxRetries: -1}) // never answers, at once
+	defer rdb.Close()
+	methods := versions.Build(versions.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb}}, versions.Variant{Wait: "poll"})
+	for _, v := range versions.All {
+		m := methods[v.Name]
+		if m.Lock == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		_, err := m.Lock.Acquire(ctx, "owner")
+		cancel()
+		if got := map[bool]string{errors.Is(err, versions.ErrNoDB): "db", errors.Is(err, versions.ErrNoZK): "zk"}[true]; got != v.Needs {
+			t.Errorf("%s built without -db and -zk: %v; catalogue says needs %q", v.Name, err, v.Needs)
 		}
 	}
 }

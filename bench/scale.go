@@ -1,0 +1,441 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/internal/cli"
+	"github.com/locklab/locklab/internal/cluster"
+	"github.com/locklab/locklab/internal/docgen"
+	"github.com/locklab/locklab/internal/loadtest"
+	"github.com/locklab/locklab/internal/redisconn"
+)
+
+// The scaling curve (issue 29, make bench-scale): how a version's cost
+// grows with replicas and with waiters. Commands run in Redis per sale are
+// the figure that does not depend on the machine: a hand-off sale should
+// cost the same whatever the number of waiters (O(1)), where a polled one
+// pays for every waiter's attempts.
+
+// scaleRows are the versions on the curve, each as it waits.
+var scaleRows = []Row{
+	{Lock: "none"}, {Lock: "v6", Wait: "poll"}, {Lock: "v6", Wait: "notify"}, {Lock: "v6", Wait: "handoff"},
+	{Lock: "redlock", Wait: "poll"}, {Lock: "etcd", Wait: "watch"}, {Lock: "atomic"},
+}
+
+// The O(1) goal: a hand-off sale's commands at the most waiters over its
+// commands at flatFrom waiters (both contended: below that the lock is
+// often free and a sale skips the queue) stay within flatGrowth.
+const (
+	flatFrom   = 16
+	flatGrowth = 1.25
+	// busyIdle: a point during which the machine's CPUs were idle less
+	// than this share of the time was limited by the machine (2 cores for
+	// nginx, the replicas, the Redis nodes and the load), not the lock.
+	busyIdle = 0.05
+)
+
+// Scale is one run of the curve, as written to JSON.
+type Scale struct {
+	Date    string       `json:"date"`
+	Machine string       `json:"machine"`
+	Seconds float64      `json:"seconds_per_point"`
+	Points  []ScalePoint `json:"points"`
+	Goals   []Target     `json:"goals"`
+}
+
+// ScalePoint is one version at one number of replicas and one concurrency.
+type ScalePoint struct {
+	Replicas    int     `json:"replicas"`
+	Concurrency int     `json:"concurrency"`
+	Lock        string  `json:"lock"`
+	Wait        string  `json:"wait,omitempty"`
+	Sales       float64 `json:"sales_per_sec"`
+	P50         float64 `json:"p50_ms"`
+	P99         float64 `json:"p99_ms"`
+	Failed      int     `json:"failed"`
+	// Per sale: commands run in Redis (every node, INFO commandstats) and
+	// round trips the replicas made to it.
+	CommandsPerSale   float64 `json:"commands_per_sale"`
+	RoundTripsPerSale float64 `json:"round_trips_per_sale"`
+	// Idle is the share of the machine's CPU time idle during the point
+	// (/proc/stat): below busyIdle, the machine was the limit.
+	Idle float64 `json:"cpu_idle"`
+}
+
+// Label names the point's version as the tables do.
+func (p ScalePoint) Label() string { return strings.TrimSpace(p.Lock + " " + p.Wait) }
+
+// MachineBound says that the machine, not the version, limited the point.
+func (p ScalePoint) MachineBound() bool { return p.Idle < busyIdle }
+
+type scaleOptions struct {
+	root, runDir        string
+	port                int
+	replicas, conc      []int
+	duration            time.Duration
+	jsonOut, chart, doc string
+	// from re-renders an earlier run's JSON (the tables, the chart, the
+	// goals) without measuring.
+	from string
+}
+
+func parseScale(args []string, stderr io.Writer) (o scaleOptions, err error) {
+	fs := cli.FlagSet("bench scale", "Usage: go run ./bench scale [flags]\n\nThe scaling curve: starts the local cluster (-work 0) at each number of replicas in turn, runs none, v6 (poll, notify, handoff), redlock, etcd and atomic at each concurrency, and says how sales/s, p99 and the Redis commands and round trips per sale grow (make bench-scale does it all).", stderr)
+	fs.StringVar(&o.runDir, "run-dir", ".run", "the local cluster's run directory (no cluster may be up in it: each number of replicas gets its own, started and stopped here)")
+	fs.IntVar(&o.port, "port", 80, "nginx's port for the clusters started")
+	fs.DurationVar(&o.duration, "duration", 1500*time.Millisecond, "how long each point runs")
+	fs.StringVar(&o.jsonOut, "json", "bench-scale.json", "write the points here as JSON (empty: do not)")
+	fs.StringVar(&o.chart, "chart", "", "write the charts here, as SVG (empty: do not)")
+	fs.StringVar(&o.doc, "doc", "", "also write the table into this Markdown file's generated section (bench-scale: docs/performance.md)")
+	fs.StringVar(&o.from, "from", "", "measure nothing: read an earlier run's JSON (-json's) and write its tables, chart and doc section again")
+	replicas, conc := "1,2,4,8", "1,4,16,64,256"
+	fs.StringVar(&replicas, "replicas", replicas, "the numbers of replicas, comma-separated")
+	fs.StringVar(&conc, "c", conc, "the concurrencies, comma-separated")
+	if err := cli.Parse(fs, args, 0); err != nil {
+		return o, err
+	}
+	if o.replicas, err = ints(replicas); err == nil {
+		o.conc, err = ints(conc)
+	}
+	if err != nil || o.duration <= 0 || o.port < 1 || o.port > 65535 {
+		return o, cli.UsageError(stderr, "bench scale", "want -replicas and -c as positive integers, comma-separated (%v), -duration > 0 and -port 1-65535", err)
+	}
+	o.root = "."
+	return o, nil
+}
+
+// ints parses "1,2,4": positive integers, in increasing order.
+func ints(list string) ([]int, error) {
+	var out []int
+	for s := range strings.SplitSeq(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive integer", s)
+		}
+		out = append(out, n)
+	}
+	if !slices.IsSorted(out) {
+		return nil, fmt.Errorf("%q is not in increasing order", list)
+	}
+	return out, nil
+}
+
+func runScale(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	o, err := parseScale(args, stderr)
+	if err != nil {
+		return cli.Status(err)
+	}
+	s := &Scale{Date: time.Now().UTC().Format(time.RFC3339), Machine: machine(), Seconds: o.duration.Seconds()}
+	if o.from != "" {
+		raw, err := os.ReadFile(o.from)
+		if err == nil {
+			err = json.Unmarshal(raw, s)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "bench scale: -from:", err)
+			return 1
+		}
+		o.jsonOut = "" // what was read is kept as it was
+	}
+	for _, n := range o.replicas {
+		if o.from != "" {
+			break
+		}
+		if err := s.measure(ctx, o, n, stderr); err != nil {
+			fmt.Fprintln(stderr, "bench scale:", err)
+			return 1
+		}
+	}
+	s.check()
+	writeScale(stdout, s)
+	if o.jsonOut != "" {
+		raw, _ := json.MarshalIndent(s, "", "  ")
+		if err := os.WriteFile(o.jsonOut, append(raw, '\n'), 0o644); err != nil {
+			fmt.Fprintln(stderr, "bench scale:", err)
+			return 1
+		}
+	}
+	if o.chart != "" {
+		if err := os.WriteFile(o.chart, []byte(scaleSVG(s)), 0o644); err != nil {
+			fmt.Fprintln(stderr, "bench scale:", err)
+			return 1
+		}
+	}
+	if o.doc != "" {
+		if err := docgen.Replace(o.doc, "bench-scale", scaleMarkdown(s)); err != nil {
+			fmt.Fprintln(stderr, "bench scale:", err)
+			return 1
+		}
+	}
+	for _, g := range s.Goals {
+		if !g.Met {
+			fmt.Fprintf(stderr, "bench scale: goal missed: %s: want %s, got %s\n", g.Name, g.Want, g.Got)
+			return 1
+		}
+	}
+	return 0
+}
+
+// measure starts the local cluster with n replicas, runs every row at every
+// concurrency, and stops it, whatever happens.
+func (s *Scale) measure(ctx context.Context, o scaleOptions, n int, stderr io.Writer) (err error) {
+	c, err := cluster.Up(ctx, cluster.Config{Root: o.root, Dir: o.runDir, Port: o.port, Replicas: n, Work: "0",
+		RedisPassword: os.Getenv("INVENTORY_REDIS_PASSWORD"), Log: stderr})
+	if errors.Is(err, cluster.ErrAlreadyUp) {
+		return fmt.Errorf("a cluster is already up in %s: make down first (the curve starts its own, at each number of replicas)", o.runDir)
+	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if _, derr := c.Down(); derr != nil {
+			err = errors.Join(err, derr)
+		}
+	}()
+	var addrs []string
+	for _, r := range c.State.Redis {
+		addrs = append(addrs, r.Addr)
+	}
+	nodes := redisconn.NewAll(addrs, c.State.RedisPassword)
+	defer redisconn.CloseAll(nodes)
+	b := &bench{nodes: nodes, reps: c.State.Replicas, metrics: &http.Client{Timeout: 5 * time.Second}}
+	client := loadtest.NewClient(max(slices.Max(o.conc), 100))
+	for _, row := range scaleRows {
+		for _, conc := range o.conc {
+			start, err := b.counts(ctx, row)
+			if err != nil {
+				return err
+			}
+			cpu0, err := readCPU()
+			if err != nil {
+				return err
+			}
+			res, err := loadtest.Run(ctx, loadtest.Config{URL: c.State.URL, Requests: 1 << 30, Concurrency: conc, Stock: benchStock,
+				Duration: o.duration, Wait: row.query(), Client: client, NoCheck: true}, row.Lock)
+			if err != nil {
+				return fmt.Errorf("%s at %d replicas, c=%d: %w", row.Lock, n, conc, err)
+			}
+			cpu1, err := readCPU()
+			if err != nil {
+				return err
+			}
+			end, err := b.counts(ctx, row)
+			if err != nil {
+				return err
+			}
+			d := end.minus(start)
+			p := ScalePoint{Replicas: n, Concurrency: conc, Lock: row.Lock, Wait: row.Wait, Sales: res.SalesPerSec,
+				P50: res.Latency.P50, P99: res.Latency.P99, Failed: res.NotServed(), Idle: cpu1.idleSince(cpu0)}
+			if res.Sold > 0 {
+				p.CommandsPerSale, p.RoundTripsPerSale = float64(d.commands)/float64(res.Sold), d.trips/float64(res.Sold)
+			}
+			s.Points = append(s.Points, p)
+			fmt.Fprintf(stderr, "bench scale: %d replicas, c=%d, %s: %.0f sales/s, p99 %.1f ms, %.1f commands and %.1f round trips per sale, CPU idle %.0f%%\n",
+				n, conc, p.Label(), p.Sales, p.P99, p.CommandsPerSale, p.RoundTripsPerSale, 100*p.Idle)
+		}
+	}
+	return nil
+}
+
+// cpuTimes are the machine's CPU times from /proc/stat's first line.
+type cpuTimes struct{ idle, total float64 }
+
+func readCPU() (cpuTimes, error) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTimes{}, fmt.Errorf("the machine's CPU times: %w", err)
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	fields := strings.Fields(line)
+	if len(fields) < 5 || fields[0] != "cpu" {
+		return cpuTimes{}, fmt.Errorf("the machine's CPU times: /proc/stat starts %q", line)
+	}
+	var t cpuTimes
+	for i, f := range fields[1:] {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return cpuTimes{}, fmt.Errorf("the machine's CPU times: %q: %w", line, err)
+		}
+		t.total += v
+		if i == 3 || i == 4 { // idle, iowait
+			t.idle += v
+		}
+	}
+	return t, nil
+}
+
+// idleSince is the share of the CPU time since o that was idle.
+func (t cpuTimes) idleSince(o cpuTimes) float64 {
+	if t.total <= o.total {
+		return 0
+	}
+	return (t.idle - o.idle) / (t.total - o.total)
+}
+
+// check holds every number of replicas' hand-off to the O(1) goal, and says
+// how polling grew beside it.
+func (s *Scale) check() {
+	s.Goals = nil
+	for _, n := range s.replicaCounts() {
+		growth, from, to, ok := s.growth(n, "v6", "handoff")
+		if !ok {
+			continue
+		}
+		s.Goals = append(s.Goals, Target{Name: fmt.Sprintf("v6 handoff, replicas=%d: commands per sale as waiters grow", n),
+			Want: fmt.Sprintf("<= %.2f x from c=%d to c=%d", flatGrowth, flatFrom, to), Got: fmt.Sprintf("%.1f -> %.1f = %.2f x", from, from*growth, growth),
+			Met: growth <= flatGrowth})
+	}
+}
+
+// growth is lock/wait's commands per sale at the highest concurrency over
+// those at flatFrom (or the lowest concurrency above it), with n replicas.
+func (s *Scale) growth(n int, lock, wait string) (growth, from float64, to int, ok bool) {
+	var lo, hi *ScalePoint
+	for i := range s.Points {
+		p := &s.Points[i]
+		if p.Replicas != n || p.Lock != lock || p.Wait != wait || p.CommandsPerSale == 0 {
+			continue
+		}
+		if p.Concurrency >= flatFrom && (lo == nil || p.Concurrency < lo.Concurrency) {
+			lo = p
+		}
+		if hi == nil || p.Concurrency > hi.Concurrency {
+			hi = p
+		}
+	}
+	if lo == nil || hi == nil || hi == lo {
+		return 0, 0, 0, false
+	}
+	return hi.CommandsPerSale / lo.CommandsPerSale, lo.CommandsPerSale, hi.Concurrency, true
+}
+
+func (s *Scale) replicaCounts() []int {
+	var out []int
+	for _, p := range s.Points {
+		if !slices.Contains(out, p.Replicas) {
+			out = append(out, p.Replicas)
+		}
+	}
+	return out
+}
+
+func (s *Scale) concurrencies() []int {
+	var out []int
+	for _, p := range s.Points {
+		if !slices.Contains(out, p.Concurrency) {
+			out = append(out, p.Concurrency)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// point finds one point.
+func (s *Scale) point(n, conc int, row Row) (ScalePoint, bool) {
+	for _, p := range s.Points {
+		if p.Replicas == n && p.Concurrency == conc && p.Lock == row.Lock && p.Wait == row.Wait {
+			return p, true
+		}
+	}
+	return ScalePoint{}, false
+}
+
+// cell prints one figure of a point, marked * when the machine was the limit.
+func cell(p ScalePoint, ok bool, figure string) string {
+	if !ok {
+		return "-"
+	}
+	if p.MachineBound() {
+		return figure + "*"
+	}
+	return figure
+}
+
+func writeScale(w io.Writer, s *Scale) {
+	fmt.Fprintf(w, "%s, %s; each point %.1f s; * the machine's CPUs were idle < %.0f%% of it\n", s.Machine, s.Date, s.Seconds, 100*busyIdle)
+	for _, table := range scaleTables(s) {
+		fmt.Fprintf(w, "\n%s\n", table.title)
+		for _, line := range table.rows {
+			fmt.Fprintln(w, strings.Join(line, "\t"))
+		}
+	}
+	for _, g := range s.Goals {
+		fmt.Fprintf(w, "%s: %s, want %s %s\n", g.Name, g.Got, g.Want, tick(g.Met))
+	}
+}
+
+type scaleTable struct {
+	title string
+	rows  [][]string // a header, then a row per version and replicas
+}
+
+// scaleTables are the curve as tables: sales/s, p99 and commands per sale,
+// a row per version and number of replicas, a column per concurrency.
+func scaleTables(s *Scale) []scaleTable {
+	figures := []struct {
+		title string
+		of    func(ScalePoint) string
+	}{
+		{"sales/s", func(p ScalePoint) string { return fmt.Sprintf("%.0f", p.Sales) }},
+		{"p99 ms", func(p ScalePoint) string { return fmt.Sprintf("%.1f", p.P99) }},
+		{"Redis commands per sale (round trips)", func(p ScalePoint) string {
+			return fmt.Sprintf("%.1f (%.1f)", p.CommandsPerSale, p.RoundTripsPerSale)
+		}},
+	}
+	var out []scaleTable
+	for _, f := range figures {
+		t := scaleTable{title: f.title}
+		head := []string{"version", "replicas"}
+		for _, c := range s.concurrencies() {
+			head = append(head, "c="+strconv.Itoa(c))
+		}
+		t.rows = append(t.rows, head)
+		for _, row := range scaleRows {
+			for _, n := range s.replicaCounts() {
+				line := []string{strings.TrimSpace(row.Lock + " " + row.Wait), strconv.Itoa(n)}
+				for _, c := range s.concurrencies() {
+					p, ok := s.point(n, c, row)
+					line = append(line, cell(p, ok, f.of(p)))
+				}
+				t.rows = append(t.rows, line)
+			}
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// scaleMarkdown is docs/performance.md's bench-scale section.
+func scaleMarkdown(s *Scale) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Measured by `make bench-scale` on %s, %s: each point %.1f s through nginx, stock that never runs out, no business time (`-work 0`). A figure marked * was limited by the machine: its CPUs were idle less than %.0f%% of the point.\n", s.Date[:10], s.Machine, s.Seconds, 100*busyIdle)
+	for _, t := range scaleTables(s) {
+		fmt.Fprintf(&b, "\n**%s**\n\n", t.title)
+		for i, line := range t.rows {
+			fmt.Fprintf(&b, "| %s |\n", strings.Join(line, " | "))
+			if i == 0 {
+				b.WriteString("|---|---:|" + strings.Repeat("---:|", len(line)-2) + "\n")
+			}
+		}
+	}
+	b.WriteString("\n")
+	for _, g := range s.Goals {
+		fmt.Fprintf(&b, "- %s: %s, want %s %s\n", g.Name, g.Got, g.Want, tick(g.Met))
+	}
+	for _, n := range s.replicaCounts() {
+		if growth, from, to, ok := s.growth(n, "v6", "poll"); ok {
+			fmt.Fprintf(&b, "- beside it, v6 poll, replicas=%d: %.1f -> %.1f commands per sale from c=%d to c=%d (%.2f x)\n", n, from, from*growth, flatFrom, to, growth)
+		}
+	}
+	return b.String()
+}
