@@ -231,7 +231,7 @@ bench:
 # 2, 4 and 8 replicas in turn (each stopped after), none, v6 (poll, notify,
 # handoff), redlock, etcd and atomic at concurrency 1 to 256; sales/s, p99,
 # Redis commands and round trips per sale, into bench-scale.json, the chart
-# and docs/performance.md. About 6 minutes.
+# and docs/performance.md. About 5 minutes.
 bench-scale:
 	$(GO) run ./bench scale -run-dir $(RUN_DIR) -port $(PORT) -json $(CURDIR)/bench-scale.json -chart $(CURDIR)/docs/bench-scale.svg -doc $(CURDIR)/docs/performance.md $(SCALE_FLAGS)
 

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/locklab/locklab/internal/loadtest"
 	"github.com/locklab/locklab/internal/versions"
 )
 
@@ -106,10 +105,9 @@ func (b *bench) compare(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			res, err := loadtest.Run(ctx, loadtest.Config{URL: b.o.url, Requests: 1 << 30, Concurrency: b.o.concurrency, Stock: benchStock,
-				Duration: b.o.duration, Wait: row.query(), Client: b.client.Client, NoCheck: true}, s.Lock)
+			res, _, err := b.throughNginx(ctx, row)
 			if err != nil {
-				return fmt.Errorf("comparison, %s: %w", s.Label(), err)
+				return fmt.Errorf("comparison: %w", err)
 			}
 			end, err := b.counts(ctx, row)
 			if err != nil {
@@ -147,14 +145,11 @@ func (r *Report) checkComparison(add func(name, want, got string, met bool)) {
 	if c == nil {
 		return
 	}
-	var ours *Side
+	ours := c.ours()
 	var fastest, steadiest *Side
 	for i := range c.Sides {
 		s := &c.Sides[i]
-		switch {
-		case s.Library == "" && s.Lock == ourVersion && s.Wait == ourBest:
-			ours = s
-		case s.Library != "":
+		if s.Library != "" {
 			if fastest == nil || s.Sales > fastest.Sales {
 				fastest = s
 			}
@@ -205,16 +200,21 @@ func comparisonMarkdown(b *strings.Builder, r *Report) {
 	}
 }
 
+// ours is our hand-off's side (nil in a partial bench without it).
+func (c *Comparison) ours() *Side {
+	for i, s := range c.Sides {
+		if s.Library == "" && s.Lock == ourVersion && s.Wait == ourBest {
+			return &c.Sides[i]
+		}
+	}
+	return nil
+}
+
 // beaten says, for every library side that sold faster or had a lower p99
 // than our hand-off, by how much.
 func (c *Comparison) beaten() []string {
-	var ours Side
-	for _, s := range c.Sides {
-		if s.Library == "" && s.Lock == ourVersion && s.Wait == ourBest {
-			ours = s
-		}
-	}
-	if ours.Sales == 0 {
+	ours := c.ours()
+	if ours == nil || ours.Sales == 0 {
 		return nil
 	}
 	var out []string

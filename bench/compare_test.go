@@ -58,7 +58,7 @@ func TestCheckComparison(t *testing.T) {
 // and where a library beat us.
 func TestComparisonMarkdown(t *testing.T) {
 	r := &Report{Date: "2026-11-26T00:00:00Z", Concurrency: 64, Compare: &Comparison{Rounds: 3, Seconds: 3, Sides: []Side{
-		{Lock: "v6", Wait: "handoff", Sales: 2677, P99: 36},
+		{Lock: "v6", Wait: "handoff", Sales: 2677, P99: 36, Trips: true},
 		{Lock: "rueidislock-1", Wait: "invalidation", Library: "github.com/redis/rueidis/rueidislock", Sales: 3334, P99: 128},
 	}}}
 	r.check()

@@ -14,13 +14,14 @@
 //     beside every library version, in interleaved rounds (issue 33);
 //  6. the default load test (n=1000, c=100) for each version: none may fail;
 //
-// (go run ./bench scale: the scaling curve instead, see scale.go)
 // then checks the targets and floors (issue 14), prints the table, writes it as JSON, and
 // exits 1 if a target was missed. Ratios are taken within the run, and each
 // row's ceilings are measured just before and just after its own run through
 // nginx (the nginx ceiling around atomic's): the machine is shared and noisy,
 // so a ratio compares figures from the same minute, and figures from two runs
 // are compared as ratios.
+//
+// go run ./bench scale draws the scaling curve instead (scale.go).
 package main
 
 import (

@@ -23,8 +23,14 @@ func TestScaleGoal(t *testing.T) {
 	add(1, 256, "v6", "handoff", 26, 0.2)  // 1.04 x: flat
 	add(8, 256, "v6", "handoff", 40, 0.02) // 1.6 x: grows
 	s.check()
-	if len(s.Goals) != 2 || !s.Goals[0].Met || s.Goals[1].Met || !strings.Contains(s.Goals[1].Name, "replicas=8") {
-		t.Fatalf("goals %+v: want 1 replica met, 8 missed", s.Goals)
+	if len(s.Goals) != 3 || !s.Goals[0].Met || s.Goals[1].Met || !strings.Contains(s.Goals[1].Name, "replicas=8") || !s.Goals[2].Met {
+		t.Fatalf("goals %+v: want 1 replica met, 8 missed, every request served", s.Goals)
+	}
+	// A request not served is a missed goal, and said on its point.
+	s.Points[0].Failed = 3
+	s.check()
+	if g := s.Goals[len(s.Goals)-1]; g.Met || g.Got != "3 not served" || !strings.Contains(scaleMarkdown(s), "| 1000 (3 not served) |") {
+		t.Fatalf("a point with 3 not served: goal %+v", g)
 	}
 	md := scaleMarkdown(s)
 	for _, want := range []string{"| v6 poll | 8 | 6.0 (0.0) | 8.0 (0.0) | 20.0 (0.0)* |", "v6 poll, replicas=1: 8.0 -> 20.0 commands per sale from c=16 to c=256 (2.50 x)", "✗"} {

@@ -115,7 +115,7 @@ const chooseColumns = [
   ["fenced, paused", "pause-holder+fence"],
   ["reentrant", "reentry"],
   ["waiters woken, traffic stopped", "lost-wakeup"],
-  ["fencing token", (v) => (v.no_token ? "none" : "yes")],
+  ["fencing token", (v) => (v.no_token ? "none" : v.library ? "ours, beside the library" : "yes")],
   ["waiting", (v) => (v.wait ? "poll, notify or hand-off (-wait)" : v.waits || "-")],
 ];
 
