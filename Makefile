@@ -13,7 +13,7 @@ CLUSTER := $(GO) run ./cmd/cluster
 URL := http://localhost:$(PORT)
 REPORT := $(CURDIR)/report.html
 
-.PHONY: lab lab-screenshot bench-lab fuzz stress test-busy bench bench-scale bench-docs bench-guards scenarios scenarios-compose nemesis scenarios-docs docs test test-e2e e2e-compose images-offline vet build check-tools up down status demo bench-loadtest families clean
+.PHONY: e2e-swarm lab lab-screenshot bench-lab fuzz stress test-busy bench bench-scale bench-docs bench-guards scenarios scenarios-compose nemesis scenarios-docs docs test test-e2e e2e-compose images-offline vet build check-tools up down status demo bench-loadtest families clean
 
 test: check-tools vet
 	$(GO) test -race ./...
@@ -157,6 +157,14 @@ e2e-compose:
 	@if command -v docker-compose >/dev/null 2>&1; then \
 	  COMPOSE=docker-compose QUICK=1 BIND=0.0.0.0 bash deploy/compose-e2e.sh; \
 	else echo "e2e-compose: SKIPPED the v1 run: no docker-compose"; fi
+
+# deploy/stack.yml on a one-node Docker Swarm, end to end (offline images):
+# made a swarm on loopback if the engine is in none, and left again after;
+# the load test for v1, v2, v6 and redlock, scaled to four replicas and run
+# again, a rolling update under load; everything removed. Skips, saying why,
+# where the engine cannot run a swarm.
+e2e-swarm:
+	@bash deploy/swarm-e2e.sh
 
 # Every image the Compose stack needs, built with no registry.
 images-offline:

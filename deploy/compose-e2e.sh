@@ -2,7 +2,8 @@
 # make e2e-compose: the Docker Compose stack end to end, with no registry.
 # Builds the offline images, brings the stack up, and checks that: `up -d`
 # returns ready (a sale works at once); nginx spreads requests over both
-# replicas; the load test from inside the network shows v2 oversell and v1 (on
+# replicas, and over four after --scale inventory=4, without a restart; the
+# load test from inside the network shows v2 oversell and v1 (on
 # one replica, as the tutorial runs it), v6, redlock, etcd, zk and db not,
 # with the checker's evidence; with one Redis node stopped redlock still sells
 # without oversell, and with one etcd or ZooKeeper member stopped etcd and zk
@@ -18,6 +19,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+. deploy/e2e-lib.sh
 PROJECT=${PROJECT:-locklab-e2e}
 say() { printf 'e2e-compose: %s\n' "$*" >&2; }
 # The reason is said again after the containers' logs, last, where a CI log's
@@ -33,11 +35,9 @@ fi
 say "using $COMPOSE ($($COMPOSE version --short 2>/dev/null || $COMPOSE version | head -1))"
 
 # A free port for nginx, so the check does not need port 80.
-port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 PORT=${E2E_PORT:-18080}
 while port_taken "$PORT"; do PORT=$((PORT + 1)); done
 # Secrets new each run (the scenarios at the end turn the fault hooks on).
-random() { head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 REDIS_PASSWORD=$(random) ADMIN_TOKEN=$(random)
 export PORT LOCK=v1 REDIS_PASSWORD ADMIN_TOKEN
 base="http://127.0.0.1:$PORT"
@@ -78,7 +78,7 @@ bash deploy/offline/build-images.sh
 # Published beyond loopback, the stack refuses to start without an admin
 # token, and says which variable to set (a replica, as `up` would start it).
 if [ "${BIND:-127.0.0.1}" != 127.0.0.1 ]; then
-  refused=$(ADMIN_TOKEN= dc run --rm --no-deps inventory1 2>&1) && fail "BIND=$BIND with no ADMIN_TOKEN: a replica started: $refused"
+  refused=$(ADMIN_TOKEN= dc run --rm --no-deps inventory 2>&1) && fail "BIND=$BIND with no ADMIN_TOKEN: a replica started: $refused"
   echo "$refused" | grep -q "set ADMIN_TOKEN" || fail "BIND=$BIND with no ADMIN_TOKEN: no word of ADMIN_TOKEN: $refused"
   say "BIND=$BIND with no ADMIN_TOKEN: refused ($(echo "$refused" | grep -o 'the stack publishes[^:]*'))"
 fi
@@ -100,11 +100,9 @@ case "${BIND:-127.0.0.1}" in
 esac
 say "port 80 published on $published"
 
-replicas=$(for _ in $(seq 20); do curl -sS "$base/healthz"; echo; done | grep -o '"replica":"[^"]*"' | sort | uniq -c)
-say "20 requests through nginx: $(echo "$replicas" | tr -s ' \n' ' ')"
-if ! echo "$replicas" | grep -q inventory-1 || ! echo "$replicas" | grep -q inventory-2; then
-  fail "nginx did not spread requests over both replicas"
-fi
+replicas=$(names 40)
+say "40 requests through nginx: $(echo "$replicas" | tr -s ' \n' ' ')"
+[ "$(echo "$replicas" | wc -l)" -eq 2 ] || fail "nginx did not spread requests over the two replicas"
 
 # ?lock= is the admin's beyond loopback (BIND), anyone's on it; a Host the
 # stack was not given (DNS rebinding) is answered by nginx, never proxied.
@@ -151,23 +149,6 @@ else
   say "SKIPPED the lab in a browser: chromium is not installed (apt-get install chromium)"
 fi
 
-# field LINE NAME: a number from one line of loadtest -json.
-field() { echo "$1" | grep -o "\"$2\":-\?[0-9]*" | head -1 | cut -d: -f2; }
-# expect LINES LOCK OVERSOLD: check one version's line (OVERSOLD: zero or positive).
-expect() {
-  local line over failed sold
-  line=$(echo "$1" | grep "\"lock\":\"$2\"") || fail "no result for $2"
-  over=$(field "$line" oversold); failed=$(field "$line" failed); sold=$(field "$line" sold)
-  two=$(field "$line" two_holders); lost=$(field "$line" lost_updates); unknown=$(field "$line" unknown)
-  echo "$line" | grep -q '"history_checked":true' || fail "$2: the replicas' history was not checked: $line"
-  say "  $2: sold $sold, oversold $over, two holders $two, lost updates $lost, failed $failed, unknown $unknown"
-  case "$3" in
-    zero) [ "$over" -eq 0 ] && [ "$two" -eq 0 ] && [ "$lost" -eq 0 ] && echo "$line" | grep -q '"linearizable":true' \
-      || fail "$2: oversold $over, two holders $two, lost updates $lost: want none, linearizable: $line" ;;
-    positive) [ "$over" -gt 0 ] && [ $((two + lost)) -gt 0 ] || fail "$2 did not oversell with evidence: $line" ;;
-  esac
-  [ "$failed" -eq 0 ] && [ "$unknown" -eq 0 ] || fail "$2: $failed requests failed, $unknown unknown: $line"
-}
 
 # stopped SERVICE: its container exists and is not running (by label: `ps -q`
 # omits stopped containers in Compose v2 and lists them in v1).
@@ -210,6 +191,32 @@ expect "$out" redlock zero
 expect "$out" etcd zero
 expect "$out" zk zero
 expect "$out" db zero
+
+
+# Any number of replicas: nginx finds them through Docker's DNS, with no
+# restart, and the load test and its checker learn them from the replies.
+nginx_id=$(dc ps -q nginx)
+nginx_started=$(docker inspect -f '{{.State.StartedAt}}' "$nginx_id")
+say "docker compose up -d --scale inventory=4 $UP_FLAGS: nginx follows, not restarted"
+# shellcheck disable=SC2086
+dc up -d --no-recreate --scale inventory=4 $UP_FLAGS 2>&1 | sed 's/^/  /' >&2 || fail "up --scale inventory=4 returned $?"
+# Without --wait, up returns before the new replicas are ready: nginx sends
+# them sales as soon as Docker's DNS names them (a refused one is passed on).
+for _ in $(seq 60); do [ "$(names 40 | wc -l)" -eq 4 ] && break; sleep 1; done
+replicas=$(names 80)
+say "80 requests through nginx: $(echo "$replicas" | tr -s ' \n' ' ')"
+[ "$(echo "$replicas" | wc -l)" -eq 4 ] || fail "nginx did not spread requests over four replicas"
+[ "$(docker inspect -f '{{.State.StartedAt}}' "$nginx_id")" = "$nginx_started" ] || fail "nginx was restarted by the scale"
+out=$(dc run --rm --no-deps loadtest $LOAD -lock v2,v6 -json)
+expect "$out" v2 positive
+expect "$out" v6 zero
+[ "$(served "$out" v6)" -eq 4 ] || fail "v6's sales were served by $(served "$out" v6) replicas, want 4: $out"
+say "  four replicas served the sales, every one's history checked"
+say "docker compose up -d --scale inventory=2: back to two"
+# shellcheck disable=SC2086
+dc up -d --no-recreate --scale inventory=2 $UP_FLAGS 2>&1 | sed 's/^/  /' >&2 || fail "up --scale inventory=2 returned $?"
+for _ in $(seq 30); do [ "$(names 40 | wc -l)" -eq 2 ] && break; sleep 1; done
+[ "$(names 40 | wc -l)" -eq 2 ] || fail "after scaling back to two, nginx still reaches $(names 40 | wc -l) replicas"
 
 say "stopping redis2: redlock keeps a quorum of two"
 dc stop redis2 2>&1 | sed 's/^/  /' >&2

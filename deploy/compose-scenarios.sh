@@ -39,7 +39,7 @@ if [ "${REUSE:-0}" != 1 ]; then
   while port_taken "$PORT"; do PORT=$((PORT + 1)); done
   export PORT
   # The fixed ports (see deploy/docker-compose.scenarios.yml) must be free.
-  for v in INVENTORY1:27081 INVENTORY2:27082 REDIS1:27381 REDIS2:27382 REDIS3:27383 ETCD1:27391 ETCD2:27392 ETCD3:27393; do
+  for v in REDIS1:27381 REDIS2:27382 REDIS3:27383 ETCD1:27391 ETCD2:27392 ETCD3:27393 ZK1:27281 ZK2:27282 ZK3:27283 MARIADB:27306; do
     name=SCENARIO_PORT_${v%%:*}
     port=${!name:-${v#*:}}
     if port_taken "$port"; then fail "port $port ($name) is taken: free it or set $name"; fi

@@ -96,7 +96,7 @@ func scenarioEnv(ctx context.Context, o *options) (env scenario.Env, h api.Healt
 		return env, h, fmt.Errorf("cannot read the replicas' settings: %w", err)
 	}
 	if o.compose != "" {
-		env, err = scenario.Compose(ctx, o.compose, h, o.cfg.AdminToken, o.redisPass)
+		env, err = scenario.Compose(ctx, o.compose, o.cfg.URL, h, o.cfg.AdminToken, o.redisPass)
 	} else {
 		var c *cluster.Cluster
 		if c, err = cluster.Load(o.runDir); err != nil {

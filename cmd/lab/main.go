@@ -42,7 +42,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	published := fs.String("published", "", "the address browsers reach the lab through, when that is not -listen's: the Compose stack's BIND, where nginx publishes port 80 (empty: -listen's)")
 	probe := fs.String("probe", "", "GET this URL, exit 0 on a 200 and 1 otherwise, and do nothing else (the container's healthcheck)")
 	saleURL := fs.String("url", "http://127.0.0.1/sale", "the stack's /sale through nginx")
-	replicas := fs.String("replicas", "inventory-1,inventory-2", "the replicas' names (nginx routes /replica/NAME/ to each)")
+	replicas := fs.String("replicas", "inventory-1,inventory-2", "the replicas' names (nginx routes /replica/NAME/ to each), or dns:HOST:PORT: every address HOST has in DNS, each named by its /healthz, looked up as the lab goes (a Compose or Swarm service of any size)")
 	redisNodes := fs.String("redis", "", "Redis nodes (host:port, comma-separated) whose health the page shows")
 	etcdMembers := fs.String("etcd", "", "etcd members (host:port, comma-separated) whose health the page shows")
 	zkMembers := fs.String("zk", "", "ZooKeeper members (host:port, comma-separated) whose health the page shows")
@@ -57,7 +57,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		return cli.Probe(ctx, *probe, stderr)
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("process", "lab")
-	cfg := lab.Config{SaleURL: *saleURL, Replicas: split(*replicas), AdminToken: getenv(adminTokenEnv), Token: getenv(tokenEnv),
+	cfg := lab.Config{SaleURL: *saleURL, AdminToken: getenv(adminTokenEnv), Token: getenv(tokenEnv),
 		Hosts: split(*hosts), Log: log}
 	if *adminFile != "" {
 		raw, err := os.ReadFile(*adminFile)
@@ -81,8 +81,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		cfg.Cells = localCells(*runDir, cfg.SaleURL, cfg.AdminToken)
 		cfg.FixByHand = localFix(*runDir)
 	}
-	if len(cfg.Replicas) == 0 {
-		return usage(stderr, "-replicas: want at least one name")
+	if from, ok := strings.CutPrefix(*replicas, "dns:"); ok {
+		if err := lab.CheckReplicasFrom(from); err != nil {
+			return usage(stderr, "-replicas dns:%v", err)
+		}
+		cfg.ReplicasFrom = from
+	} else if cfg.Replicas = split(*replicas); len(cfg.Replicas) == 0 {
+		return usage(stderr, "-replicas: want at least one name, or dns:HOST:PORT")
 	}
 	host, _, err := net.SplitHostPort(*listen)
 	if err != nil {

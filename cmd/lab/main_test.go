@@ -21,6 +21,8 @@ func TestRefusedCommandLines(t *testing.T) {
 		{[]string{"-published", "lab.example"}, nil, "-published"},
 		{[]string{"-listen", "192.0.2.1:8070"}, nil, "beyond loopback"},
 		{[]string{"-replicas", " , "}, nil, "at least one name"},
+		{[]string{"-replicas", "dns:inventory"}, nil, "want a DNS name and the replicas' port"},
+		{[]string{"-replicas", "dns::8080"}, nil, "want a DNS name and the replicas' port"},
 		{[]string{"-listen", "nohost"}, nil, "-listen"},
 		{[]string{"-admin-token-file", "/nonexistent/token"}, nil, "-admin-token-file"},
 		{[]string{"stray"}, nil, "unexpected arguments"},

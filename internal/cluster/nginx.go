@@ -36,19 +36,50 @@ func renderNginx(cfg Config, s State) error {
 	if err := os.MkdirAll(filepath.Join(dir, "tmp"), 0o700); err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
-	// params are the first server line's parameters in the block
-	// (max_fails=...), kept for each local replica.
-	var params string
-	blocks := map[string]func(r Proc) string{
-		"replicas": func(r Proc) string { return fmt.Sprintf("        server %s%s;\n", r.Addr, params) },
-		"replica-upstreams": func(r Proc) string {
+	// Each block's local text; the lab's routes are kept as they are when
+	// there is a lab, dropped when there is none.
+	each := func(f func(r Proc) string) func() string {
+		return func() string {
+			var b strings.Builder
+			for _, r := range s.Replicas {
+				b.WriteString(f(r))
+			}
+			return b.String()
+		}
+	}
+	blocks := map[string]func() string{
+		// The local replicas are fixed addresses: an upstream block, its
+		// connections kept open, which $inventory names (Compose's names a
+		// DNS name).
+		"replicas": func() string {
+			return "    upstream inventory {\n" +
+				"        # Round-robin, as in the tutorial (weight 1 each). The zone shares\n" +
+				"        # each replica's failures among nginx's workers: after one failure\n" +
+				"        # (refused, timed out) a replica is left out for fail_timeout, then\n" +
+				"        # one request tries it again.\n" +
+				"        zone inventory 64k;\n" +
+				each(func(r Proc) string { return fmt.Sprintf("        server %s max_fails=1 fail_timeout=5s;\n", r.Addr) })() +
+				"        keepalive 64;\n" +
+				"        # Shorter than the service's idle timeout (75s): nginx, not the\n" +
+				"        # service, closes an idle connection, so it never sends a request on\n" +
+				"        # one the service is closing.\n" +
+				"        keepalive_timeout 30s;\n" +
+				"    }\n" +
+				"    map $host $inventory {\n        default inventory;\n    }\n"
+		},
+		"replica-upstreams": each(func(r Proc) string {
 			return fmt.Sprintf("    upstream replica-%s {\n        server %s;\n    }\n", r.Name, r.Addr)
-		},
-		"replica-routes": func(r Proc) string {
+		}),
+		"replica-routes": each(func(r Proc) string {
 			return fmt.Sprintf("            location /replica/%s/ {\n                proxy_pass http://replica-%s/;\n            }\n", r.Name, r.Name)
+		}),
+		"lab-upstream": func() string {
+			if s.Lab == nil {
+				return ""
+			}
+			return fmt.Sprintf("    upstream lab {\n        server %s;\n    }\n", s.Lab.Addr)
 		},
-		"lab-upstream": func(l Proc) string { return fmt.Sprintf("    upstream lab {\n        server %s;\n    }\n", l.Addr) },
-		"lab-routes":   nil, // kept as they are, when there is a lab
+		"lab-routes": nil, // kept as they are, when there is a lab
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "pid %s;\nerror_log %s warn;\n", filepath.Join(dir, "nginx.pid"), filepath.Join(dir, "error.log"))
@@ -59,32 +90,20 @@ func renderNginx(cfg Config, s State) error {
 		if name, ok := strings.CutSuffix(strings.TrimPrefix(trimmed, "# "), ":begin"); ok {
 			if _, known := blocks[name]; known {
 				b.WriteString(line + "\n")
-				block, params = name, ""
+				block = name
 				kept.Reset()
 				continue
 			}
 		}
 		switch {
 		case block != "" && strings.HasPrefix(trimmed, "# ") && strings.HasSuffix(trimmed, ":end"):
-			switch block {
-			case "lab-routes":
-				if s.Lab != nil {
-					b.WriteString(kept.String())
-				}
-			case "lab-upstream":
-				if s.Lab != nil {
-					b.WriteString(blocks[block](*s.Lab))
-				}
-			default:
-				for _, r := range s.Replicas {
-					b.WriteString(blocks[block](r))
-				}
+			if render := blocks[block]; render != nil {
+				b.WriteString(render())
+			} else if s.Lab != nil {
+				b.WriteString(kept.String())
 			}
 			block, rendered = "", rendered+1
 		case block != "":
-			if f := strings.Fields(strings.TrimSuffix(trimmed, ";")); params == "" && len(f) > 2 && f[0] == "server" {
-				params = " " + strings.Join(f[2:], " ")
-			}
 			kept.WriteString(line + "\n")
 			continue
 		case trimmed == "listen 80;":

@@ -37,7 +37,7 @@ func newFollower(l *Lab, run, lock string) *follower {
 func (f *follower) start(ctx context.Context) {
 	ctx, f.stopF = context.WithCancel(ctx)
 	after := map[string]uint64{}
-	for _, name := range f.l.cfg.Replicas {
+	for _, name := range f.l.found.find(ctx) {
 		if reply, err := f.page(ctx, name, math.MaxInt64); err == nil {
 			after[name] = reply.Last
 		}
@@ -52,7 +52,9 @@ func (f *follower) start(ctx context.Context) {
 				return
 			case <-tick.C:
 			}
-			for _, name := range f.l.cfg.Replicas {
+			// A replica found since the start (scaled up) is read from
+			// its first sale on: only the run's own sales are kept.
+			for _, name := range f.l.found.find(ctx) {
 				f.follow(ctx, name, after)
 			}
 		}

@@ -47,6 +47,10 @@ type Config struct {
 	// Replicas names the replicas (nginx's /replica/NAME/ routes): their
 	// health and history are read there.
 	Replicas []string
+	// ReplicasFrom, when set (host:port, see CheckReplicasFrom), finds the
+	// replicas instead of Replicas: every address the host has in DNS now,
+	// each named by its /healthz (a Compose or Swarm service of any size).
+	ReplicasFrom string
 	// AdminToken is the service's admin token (PUT /stock, GET /history,
 	// the fault hooks): the lab's own credential, never sent to the page.
 	AdminToken string
@@ -126,6 +130,7 @@ type Lab struct {
 	http  *http.Client
 	hub   *hub
 	stack *stack
+	found *replicaFinder
 
 	cells cells
 
@@ -150,7 +155,8 @@ func New(cfg Config) *Lab {
 	for _, h := range cfg.Hosts {
 		l.hosts[strings.Trim(strings.ToLower(h), "[]")] = true
 	}
-	l.stack = newStack(cfg, l.hub, l.http)
+	l.found = newReplicaFinder(cfg, &http.Client{Timeout: healthTimeout})
+	l.stack = newStack(cfg, l.hub, l.http, l.found.find)
 	return l
 }
 
@@ -271,9 +277,9 @@ func (l *Lab) page(w http.ResponseWriter, r *http.Request) {
 
 // config is what the page needs to draw its form: the versions and waits,
 // the limits, and whether a token is needed.
-func (l *Lab) config(w http.ResponseWriter, _ *http.Request) {
+func (l *Lab) config(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
-		"versions": versions.All, "waits": versions.Waits, "replicas": l.cfg.Replicas,
+		"versions": versions.All, "waits": versions.Waits, "replicas": l.found.find(r.Context()),
 		"token_required": l.cfg.Token != "",
 		"limits":         map[string]int{"requests": MaxRequests, "concurrency": MaxConcurrency, "stock": MaxStock},
 	})

@@ -29,11 +29,12 @@ type NodeHealth struct {
 // stack watches the stack's health: every node every second, each with a
 // half-second deadline, so a node that stops answering shows within 2 s.
 type stack struct {
-	cfg    Config
-	hub    *hub
-	client *http.Client
-	cancel context.CancelFunc
-	done   chan struct{}
+	cfg      Config
+	replicas func(context.Context) []string
+	hub      *hub
+	client   *http.Client
+	cancel   context.CancelFunc
+	done     chan struct{}
 
 	mu   sync.Mutex
 	last []NodeHealth
@@ -44,9 +45,9 @@ const (
 	healthTimeout = 500 * time.Millisecond
 )
 
-func newStack(cfg Config, h *hub, client *http.Client) *stack {
+func newStack(cfg Config, h *hub, client *http.Client, replicas func(context.Context) []string) *stack {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &stack{cfg: cfg, hub: h, client: client, cancel: cancel, done: make(chan struct{})}
+	s := &stack{cfg: cfg, replicas: replicas, hub: h, client: client, cancel: cancel, done: make(chan struct{})}
 	go s.watch(ctx)
 	return s
 }
@@ -90,7 +91,7 @@ func (s *stack) watch(ctx context.Context) {
 // check asks every node at once.
 func (s *stack) check(ctx context.Context) []NodeHealth {
 	nodes := []Node{{Name: "nginx", Kind: "nginx"}}
-	for _, r := range s.cfg.Replicas {
+	for _, r := range s.replicas(ctx) {
 		nodes = append(nodes, Node{Name: r, Kind: "replica"})
 	}
 	nodes = append(nodes, s.cfg.Nodes...)

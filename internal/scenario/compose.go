@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/cluster"
+	"github.com/locklab/locklab/internal/loadtest"
 	"github.com/locklab/locklab/internal/locks/db"
 	"github.com/locklab/locklab/internal/locks/etcd"
 	"github.com/locklab/locklab/internal/locks/zk"
@@ -23,25 +26,35 @@ import (
 
 // The Compose stack's services, as docker-compose.yml names them: the
 // processes the scenarios act on are containers, found by Compose's labels.
+// The replicas are the inventory service's containers, however many it
+// runs: the scenarios take the first two.
+const composeReplicas = "inventory"
+
 var (
-	composeReplicas = [2]string{"inventory1", "inventory2"}
-	composeRedis    = []string{"redis1", "redis2", "redis3"} // the stock's node first
-	composeEtcd     = []string{"etcd1", "etcd2", "etcd3"}
-	composeZK       = []string{"zk1", "zk2", "zk3"}
+	composeRedis = []string{"redis1", "redis2", "redis3"} // the stock's node first
+	composeEtcd  = []string{"etcd1", "etcd2", "etcd3"}
+	composeZK    = []string{"zk1", "zk2", "zk3"}
 )
 
 // composeDB is the db locks' MariaDB service.
 const composeDB = "mariadb"
 
+// composeServices are the services of one container the scenarios act on.
+var composeServices = slices.Concat(composeRedis, composeEtcd, composeZK, []string{composeDB})
+
 // Compose is the Env of the Compose project whose replicas reported h on
-// /healthz, started with deploy/docker-compose.scenarios.yml: that file
-// turns the fault hooks on and publishes each replica, Redis node, etcd and
-// ZooKeeper member and the database on a fixed loopback port, which the scenarios reach them by (a
-// container that restarts keeps its port). The processes are its containers:
+// /healthz, behind nginx at saleURL, started with
+// deploy/docker-compose.scenarios.yml: that file turns the fault hooks on
+// and publishes each Redis node, etcd and ZooKeeper member and the database
+// on a fixed loopback port, which the scenarios reach them by (a container
+// that restarts keeps its port). The replicas, any number of one service,
+// have no port of their own: each is reached through nginx's route to it,
+// /replica/NAME/, NAME its hostname, which a container keeps when it starts
+// again (its address it may not). The processes are its containers:
 // frozen with `docker pause`, killed with `docker kill`, started again with
 // `docker start`. It has no fault proxies, no standby and no clock to move:
 // the scenarios that need them are the local cluster's.
-func Compose(ctx context.Context, project string, h api.Health, adminToken, redisPassword string) (Env, error) {
+func Compose(ctx context.Context, project, saleURL string, h api.Health, adminToken, redisPassword string) (Env, error) {
 	if h.Settings["chaos"] != "true" {
 		return Env{}, errors.New("scenario: the replicas run without -chaos: start the stack with deploy/docker-compose.scenarios.yml (make scenarios-compose does)")
 	}
@@ -64,14 +77,19 @@ func Compose(ctx context.Context, project string, h api.Health, adminToken, redi
 	}
 	e := Env{AdminToken: adminToken, LockKey: h.LockKey, StockKey: h.StockKey, TTL: ttl, AcquireTimeout: acquire,
 		Client: &http.Client{Timeout: 2 * time.Minute}, StockNode: composeRedis[0], SpareNodes: composeRedis[1:], Procs: p}
-	for i, s := range composeReplicas {
-		addr, err := published(s, "8080")
+	replicas, err := p.replicas(ctx)
+	if err != nil {
+		return Env{}, err
+	}
+	for i, name := range replicas[:2] {
+		u, err := loadtest.ReplicaURL(saleURL, name, "sale")
 		if err != nil {
 			return Env{}, err
 		}
-		e.Replicas[i] = Replica{Name: s, URL: "http://" + addr + "/sale"}
-		p.ready[s] = func(ctx context.Context) error {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
+		e.Replicas[i] = Replica{Name: name, URL: u}
+		ready := strings.TrimSuffix(u, "/sale") + "/readyz"
+		p.ready[name] = func(ctx context.Context) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, ready, nil)
 			if err != nil {
 				return err
 			}
@@ -161,18 +179,58 @@ type composeProcs struct {
 	ready map[string]func(context.Context) error
 }
 
-// container is the id of service's container in the project.
+// container is the id of service's one container in the project, or of the
+// replica so named (its hostname: the container's short id).
 func (p composeProcs) container(ctx context.Context, service string) (string, error) {
-	out, err := docker(ctx, "ps", "-aq", "--filter", "label=com.docker.compose.project="+p.project,
-		"--filter", "label=com.docker.compose.service="+service)
+	filter := "label=com.docker.compose.service=" + service
+	if !slices.Contains(composeServices, service) {
+		filter = "id=" + service
+	}
+	out, err := docker(ctx, "ps", "-aq", "--filter", "label=com.docker.compose.project="+p.project, "--filter", filter)
 	if err != nil {
 		return "", err
 	}
 	ids := strings.Fields(out)
 	if len(ids) != 1 {
-		return "", fmt.Errorf("scenario: Compose project %s has %d containers of service %s, want 1", p.project, len(ids), service)
+		return "", fmt.Errorf("scenario: Compose project %s has %d containers of %s, want 1", p.project, len(ids), service)
 	}
 	return ids[0], nil
+}
+
+// replicas names the replicas, at least two: the inventory service's
+// containers' hostnames, in the order Compose numbered them.
+func (p composeProcs) replicas(ctx context.Context) ([]string, error) {
+	out, err := docker(ctx, "ps", "-aq", "--filter", "label=com.docker.compose.project="+p.project,
+		"--filter", "label=com.docker.compose.service="+composeReplicas)
+	if err != nil {
+		return nil, err
+	}
+	type replica struct {
+		n    int
+		name string
+	}
+	var found []replica
+	for _, id := range strings.Fields(out) {
+		got, err := docker(ctx, "inspect", "-f", `{{index .Config.Labels "com.docker.compose.container-number"}} {{.Config.Hostname}}`, id)
+		if err != nil {
+			return nil, err
+		}
+		n, name, _ := strings.Cut(strings.TrimSpace(got), " ")
+		num, err := strconv.Atoi(n)
+		if err != nil || name == "" {
+			return nil, fmt.Errorf("scenario: container %s: no number or hostname (%q)", id, got)
+		}
+		found = append(found, replica{num, name})
+	}
+	if len(found) < 2 {
+		return nil, fmt.Errorf("scenario: Compose project %s runs %d replicas (service %s): the scenarios want two or more", p.project, len(found), composeReplicas)
+	}
+	slices.SortFunc(found, func(a, b replica) int { return a.n - b.n })
+	names := make([]string, len(found))
+	for i, r := range found {
+		names[i] = r.name
+	}
+	return names, nil
 }
 
 // Freeze pauses the container (docker pause: every process in it frozen)
