@@ -162,9 +162,9 @@ say "LOCK=v6 docker compose up -d $UP_FLAGS: every replica switches, nginx still
 # shellcheck disable=SC2086
 LOCK=v6 dc up -d $UP_FLAGS 2>&1 | sed 's/^/  /' >&2
 if [ -z "$UP_FLAGS" ]; then
-  # Both replicas were recreated at once: nginx left them out for its
-  # fail_timeout after the connections it could not make meanwhile (with
-  # --wait, `up` itself waits for that, through the ready service).
+  # Both replicas were recreated at once: until they answer (and nginx's
+  # resolver has their new addresses, within a second), a sale is a 503
+  # (with --wait, `up` itself waits for that, through the ready service).
   for _ in $(seq 30); do curl -fsS -o /dev/null "$base/readyz" 2>/dev/null && break; sleep 1; done
 fi
 for _ in 1 2; do

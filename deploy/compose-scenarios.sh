@@ -2,8 +2,9 @@
 # make scenarios-compose: the fault scenarios against the Docker Compose
 # stack, with no registry. Builds the offline images (OFFLINE=0: the
 # registry's), brings the stack up with deploy/docker-compose.scenarios.yml
-# (the fault hooks, a 2 s lease, each replica, Redis node and etcd member on a
-# fixed loopback port), runs `go run ./loadtest -compose PROJECT -scenario
+# (the fault hooks, a 2 s lease, each Redis node, etcd and ZooKeeper member and
+# the database on a fixed loopback port; the replicas reached through nginx's
+# /replica/NAME/), runs `go run ./loadtest -compose PROJECT -scenario
 # SCENARIO` from this machine, and tears everything down, whatever happens.
 # The scenarios that need the local cluster's fault proxies, clock shim or
 # restart arguments are skipped, each with its reason.
@@ -17,6 +18,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+. deploy/e2e-lib.sh
 PROJECT=${PROJECT:-locklab-scenarios}
 SCENARIO=${SCENARIO:-all}
 say() { printf 'scenarios-compose: %s\n' "$*" >&2; }
@@ -27,8 +29,7 @@ if [ -z "${COMPOSE:-}" ]; then
   elif command -v docker-compose >/dev/null; then COMPOSE=docker-compose
   else fail "no Compose tool: install the docker compose plugin (or Debian's docker-compose)"; fi
 fi
-port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-export ADMIN_TOKEN=${ADMIN_TOKEN:-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')} REDIS_PASSWORD=${REDIS_PASSWORD:-locklab}
+export ADMIN_TOKEN=${ADMIN_TOKEN:-$(random)} REDIS_PASSWORD=${REDIS_PASSWORD:-locklab}
 files=(-f docker-compose.yml)
 [ "${OFFLINE:-1}" = 0 ] || files+=(-f deploy/offline/docker-compose.offline.yml)
 files+=(-f deploy/docker-compose.scenarios.yml)
@@ -58,7 +59,7 @@ base="http://127.0.0.1:${PORT:?PORT: the port nginx is published on}"
 say "$COMPOSE up -d with deploy/docker-compose.scenarios.yml (the fault hooks on, ports on loopback)"
 dc up -d --build 2>&1 | sed 's/^/  /' >&2 || fail "up -d returned $?"
 # The replicas were (re)created: wait until a sale can go through nginx (it
-# leaves out, for a few seconds, a replica it could not reach meanwhile).
+# finds them in Docker's DNS within a second of their start).
 for _ in $(seq 60); do curl -fsS -o /dev/null "$base/readyz" 2>/dev/null && break; sleep 1; done
 curl -fsS -o /dev/null "$base/readyz" || fail "no replica ready through nginx 60 s after up"
 

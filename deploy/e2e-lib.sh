@@ -1,6 +1,6 @@
-# What make e2e-compose and make e2e-swarm share (sourced by
-# deploy/compose-e2e.sh and deploy/swarm-e2e.sh): each script defines say
-# and fail, and base (http://127.0.0.1:PORT, nginx) before it calls these.
+# What the Docker scripts share (sourced by deploy/compose-e2e.sh,
+# deploy/swarm-e2e.sh and deploy/compose-scenarios.sh): each script defines
+# say and fail, and base (http://127.0.0.1:PORT, nginx) before it calls these.
 
 # port_taken PORT: something listens on 127.0.0.1:PORT.
 port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -9,7 +9,7 @@ random() { head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
 
 # names HOW_MANY: the replicas' names in HOW_MANY replies through nginx, one
 # a line with its count.
-names() { for _ in $(seq "$1"); do curl -sS "$base/healthz" 2>/dev/null; echo; done | grep -o '"replica":"[^"]*"' | sort | uniq -c; }
+names() { for _ in $(seq "$1"); do curl -sS "$base/healthz" 2>/dev/null; echo; done | { grep -o '"replica":"[^"]*"' || true; } | sort | uniq -c; }
 
 # field LINE NAME: a number from one line of loadtest -json.
 field() { echo "$1" | grep -o "\"$2\":-\?[0-9]*" | head -1 | cut -d: -f2; }
@@ -32,3 +32,15 @@ expect() {
 }
 # served LINES LOCK: how many replicas served LOCK's sales.
 served() { echo "$1" | grep "\"lock\":\"$2\"" | grep -o '"replicas":{[^}]*}' | grep -o '":[0-9][0-9]*' | wc -l; }
+# expect_no_loss LINES LOCK N: LOCK's line sold N, every request answered
+# sold, none failed or unknown, none oversold, linearizable (the replies
+# against the stock): for a run whose replicas were replaced meanwhile, whose
+# histories went with their containers.
+expect_no_loss() {
+  local line
+  line=$(echo "$1" | grep "\"lock\":\"$2\"") || fail "no result for $2"
+  say "  $2: sold $(field "$line" sold) of $3, oversold $(field "$line" oversold), failed $(field "$line" failed), unknown $(field "$line" unknown)"
+  [ "$(field "$line" sold)" -eq "$3" ] && [ "$(field "$line" oversold)" -eq 0 ] && [ "$(field "$line" failed)" -eq 0 ] &&
+    [ "$(field "$line" unknown)" -eq 0 ] && echo "$line" | grep -q '"linearizable":true' ||
+    fail "$2: a sale lost, refused or unknown: $line"
+}

@@ -24,8 +24,51 @@ failure=""
 fail() { failure="$*"; say "FAIL: $*"; exit 1; }
 
 docker info >/dev/null 2>&1 || { say "SKIPPED: no Docker engine answers 'docker info'"; exit 0; }
+made_swarm=0 node="" labels=()
+PORT=${E2E_PORT:-18180}
+while port_taken "$PORT"; do PORT=$((PORT + 1)); done
+REDIS_PASSWORD=$(random) ADMIN_TOKEN=$(random)
+export PORT LOCK=v1 REDIS_PASSWORD ADMIN_TOKEN REPLICAS=2
+base="http://127.0.0.1:$PORT"
+
+leftovers() {
+  {
+    docker service ls -q --filter "label=com.docker.stack.namespace=$PROJECT"
+    docker ps -aq --filter "label=com.docker.stack.namespace=$PROJECT"
+    docker network ls -q --filter "label=com.docker.stack.namespace=$PROJECT"
+    docker config ls -q --filter "label=com.docker.stack.namespace=$PROJECT"
+  } 2>/dev/null
+}
+# Whatever happens from here on: the stack removed and checked gone, the
+# labels this run set removed, and the swarm it made left, in that order.
+cleanup() {
+  local status=$? left=""
+  if [ $status -ne 0 ] && [ -n "$(docker service ls -q --filter "label=com.docker.stack.namespace=$PROJECT" 2>/dev/null)" ]; then
+    say "the services' tasks and logs of the failed run:"
+    docker stack ps --no-trunc "$PROJECT" >&2 2>/dev/null || true
+    for s in inventory nginx redis1 lab; do
+      docker service logs --tail 10 "${PROJECT}_$s" >&2 2>/dev/null || true
+    done
+  fi
+  [ -z "$failure" ] || say "FAIL (said above, before the logs): $failure"
+  docker stack rm "$PROJECT" >/dev/null 2>&1 || true
+  # Removal is asynchronous: wait for the containers and the network to go.
+  for _ in $(seq 60); do [ -z "$(leftovers)" ] && break; sleep 1; done
+  left=$(leftovers | tr '\n' ' ')
+  for key in "${labels[@]}"; do docker node update --label-rm "$key" "$node" >/dev/null 2>&1 || true; done
+  # docker_gwbridge, the bridge a swarm makes for its containers' way out,
+  # stays after leaving: the engine keeps it for the next swarm.
+  if [ "$made_swarm" = 1 ]; then docker swarm leave --force >/dev/null 2>&1 || true; fi
+  if [ -n "$left" ]; then
+    say "FAIL: left behind after stack rm: $left"
+    exit 1
+  fi
+  say "removed: no service, container, network or config of stack $PROJECT is left$([ "$made_swarm" = 1 ] && echo ", and the swarm is left")"
+  exit $status
+}
+trap cleanup EXIT
+
 state=$(docker info --format '{{.Swarm.LocalNodeState}}')
-made_swarm=0
 case "$state" in
   inactive)
     if ! out=$(docker swarm init --advertise-addr 127.0.0.1 2>&1); then
@@ -41,48 +84,12 @@ case "$state" in
   *) say "SKIPPED: this engine's swarm is $state"; exit 0 ;;
 esac
 node=$(docker info --format '{{.Swarm.NodeID}}')
-labels=()
+# Every store on this one node: the labels it lacks are set, and removed at
+# the end (a node already labelled locklab.storeN=true is left as it is).
 for n in 1 2 3; do
   key=locklab.store$n
-  [ -n "$(docker node inspect -f "{{index .Spec.Labels \"$key\"}}" "$node")" ] || labels+=("$key")
+  [ "$(docker node inspect -f "{{index .Spec.Labels \"$key\"}}" "$node")" = true ] || labels+=("$key")
 done
-
-PORT=${E2E_PORT:-18180}
-while port_taken "$PORT"; do PORT=$((PORT + 1)); done
-REDIS_PASSWORD=$(random) ADMIN_TOKEN=$(random)
-export PORT LOCK=v1 REDIS_PASSWORD ADMIN_TOKEN REPLICAS=2
-base="http://127.0.0.1:$PORT"
-
-leftovers() {
-  docker service ls -q --filter "label=com.docker.stack.namespace=$PROJECT"
-  docker ps -aq --filter "label=com.docker.stack.namespace=$PROJECT"
-  docker network ls -q --filter "label=com.docker.stack.namespace=$PROJECT"
-  docker config ls -q --filter "label=com.docker.stack.namespace=$PROJECT"
-}
-cleanup() {
-  local status=$?
-  if [ $status -ne 0 ] && [ -n "$(docker service ls -q --filter "label=com.docker.stack.namespace=$PROJECT")" ]; then
-    say "the services' tasks and logs of the failed run:"
-    docker stack ps --no-trunc "$PROJECT" >&2 2>/dev/null || true
-    for s in inventory nginx redis1 lab; do
-      docker service logs --tail 10 "${PROJECT}_$s" >&2 2>/dev/null || true
-    done
-  fi
-  [ -z "$failure" ] || say "FAIL (said above, before the logs): $failure"
-  docker stack rm "$PROJECT" >/dev/null 2>&1 || true
-  # Removal is asynchronous: wait for the containers and the network to go.
-  for _ in $(seq 60); do [ -z "$(leftovers)" ] && break; sleep 1; done
-  for key in "${labels[@]}"; do docker node update --label-rm "$key" "$node" >/dev/null 2>&1 || true; done
-  if [ "$made_swarm" = 1 ]; then docker swarm leave --force >/dev/null 2>&1 || true; fi
-  if [ -n "$(leftovers)" ]; then
-    say "FAIL: left behind after stack rm: $(leftovers | tr '\n' ' ')"
-    exit 1
-  fi
-  say "removed: no service, container, network or config of stack $PROJECT is left$([ "$made_swarm" = 1 ] && echo ", and the swarm is left")"
-  exit $status
-}
-trap cleanup EXIT
-
 for key in "${labels[@]}"; do docker node update --label-add "$key=true" "$node" >/dev/null; done
 bash deploy/offline/build-images.sh
 
@@ -98,8 +105,6 @@ done
 replicas=$(names 40)
 say "40 requests through nginx: $(echo "$replicas" | tr -s ' \n' ' ')"
 [ "$(echo "$replicas" | wc -l)" -eq 2 ] || fail "nginx did not spread requests over the two replicas within 3 minutes of the deploy"
-echo "$replicas" | grep -q '"inventory-1"' && echo "$replicas" | grep -q '"inventory-2"' ||
-  fail "the replicas are not named inventory-SLOT: $replicas"
 page=$(curl -sS "$base/")
 echo "$page" | grep -q '<title>locklab' || fail "GET / is not the lab's page: $(echo "$page" | head -c 300)"
 say "GET /: the lab's page"
@@ -139,20 +144,21 @@ say "  four replicas served the sales, every one's history checked"
 
 # A rolling update (every replica replaced, one at a time, the new one
 # started first) while v6 sells 4000 units at 100 a second: no sale lost,
-# none unknown, none refused. The update starts once the load has sold
+# none unknown, none refused, judged by the replies and the stock (a
+# replaced replica's history goes with its container). The update starts once the load has sold
 # (the stock moved) and must end before the load does.
 say "rolling update of ${PROJECT}_inventory under load (v6, 4000 sales at 100/s)"
 tmp=$(mktemp)
 loadtest -rate 100 -n 4000 -c 50 -stock 4000 -lock v6 -json >"$tmp" 2>&1 &
 load=$!
 stock() { curl -sS "$base/stock" | grep -o '"stock":[0-9]*' | cut -d: -f2; }
-for _ in $(seq 100); do s=$(stock); [ -n "$s" ] && [ "$s" -gt 0 ] && [ "$s" -lt 4000 ] && break; sleep 0.1; done
+for _ in $(seq 100); do s=$(stock) || s=""; [ -n "$s" ] && [ "$s" -gt 0 ] && [ "$s" -lt 4000 ] && break; sleep 0.1; done
 docker service update --force --detach=false "${PROJECT}_inventory" >/dev/null 2>&1 || { wait $load || true; rm -f "$tmp"; fail "docker service update returned non-zero"; }
 kill -0 $load 2>/dev/null || { rm -f "$tmp"; fail "the load ended before the rolling update did: it proves nothing"; }
 say "  the update ended with the stock at $(stock), the load still running"
 wait $load || { cat "$tmp" >&2; rm -f "$tmp"; fail "the load test during the rolling update failed"; }
 out=$(cat "$tmp"); rm -f "$tmp"
-expect "$out" v6 zero
-[ "$(field "$out" sold)" -eq 4000 ] || fail "v6 sold $(field "$out" sold) of 4000 during the rolling update"
-say "  every sale during the update answered and recorded"
+expect_no_loss "$out" v6 4000
+[ "$(served "$out" v6)" -gt 4 ] || fail "v6's sales were served by $(served "$out" v6) replicas: the update replaced none during the load"
+say "  every sale during the update answered sold, by $(served "$out" v6) replicas, old and new (the old ones' histories went with them)"
 say "PASS"

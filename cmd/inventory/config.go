@@ -33,6 +33,8 @@ type config struct {
 	Name           string
 	Lock           string
 	Redis          string
+	Sentinel       []string
+	SentinelMaster string
 	RedisPassword  string
 	Redlock        []string
 	Etcd           []string
@@ -85,6 +87,12 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&cfg.Name, "name", host, "replica name, reported in every reply")
 	fs.StringVar(&cfg.Lock, "lock", "v1", "lock version: one of "+strings.Join(versions.Names(), " "))
 	fs.StringVar(&cfg.Redis, "redis", "localhost:6379", "Redis for the stock and the single-node locks (host:port)")
+	fs.Func("sentinel", "comma-separated Redis Sentinels (host:port): the stock and the single-node locks go to the primary they name (-sentinel-master), and follow a failover; -redis is then not used (empty: -redis)", func(s string) error {
+		sentinels, err := redisconn.ParseList(s)
+		cfg.Sentinel = sentinels
+		return err
+	})
+	fs.StringVar(&cfg.SentinelMaster, "sentinel-master", "locklab", "with -sentinel: the name the sentinels monitor the primary by")
 	fs.StringVar(&cfg.RedisPassword, "redis-password", "", "password for every Redis node; prefer "+envName("redis-password")+": a flag's value is on the command line, which every user of the machine reads")
 	fs.Func("redlock", "comma-separated independent Redis nodes for redlock (default "+api.DefaultRedlock+")", func(s string) error {
 		nodes, err := redisconn.ParseList(s)
@@ -146,6 +154,15 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	return cfg, nil
 }
 
+// redis is the stock's node as the logs and errors name it: -redis, or the
+// primary the sentinels name.
+func (c config) redis() string {
+	if len(c.Sentinel) > 0 {
+		return "sentinel " + c.SentinelMaster + "@" + strings.Join(c.Sentinel, ",")
+	}
+	return c.Redis
+}
+
 // reach is the address clients reach the replica through: -published, or
 // else -bind.
 func (c config) reach() string { return cmp.Or(c.Published, c.Bind) }
@@ -194,6 +211,8 @@ func (c config) validate() error {
 			"set ADMIN_TOKEN (-admin-token), which ?lock=, PUT /stock and GET /history then need, or publish on 127.0.0.1", c.Published)
 	case c.AdminToken == "" && !c.loopback() && !c.AdminOpen:
 		return fmt.Errorf("-bind %s with no -admin-token would open ?lock=, PUT /stock and GET /history to the network: set -admin-token, or -admin-open to accept that", c.Bind)
+	case len(c.Sentinel) > 0 && c.SentinelMaster == "":
+		return errors.New("-sentinel-master: want the name the sentinels monitor the primary by")
 	case c.MaxInFlight < 1:
 		return fmt.Errorf("-max-in-flight %d: want >= 1", c.MaxInFlight)
 	}

@@ -79,14 +79,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	return 0
 }
 
+// newRedis is the client of the stock's node: -redis, or (-sentinel) the
+// primary the sentinels name, followed through a failover.
+func (c config) newRedis() *redis.Client {
+	if len(c.Sentinel) > 0 {
+		return redisconn.NewFailover(c.SentinelMaster, c.Sentinel, c.RedisPassword)
+	}
+	return redisconn.New(c.Redis, c.RedisPassword)
+}
+
 // serve builds the dependencies, serves on ln until ctx ends, then stops
 // cleanly: no new connections, in-flight sales finish and release their locks,
 // Redis connections close.
 func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) error {
 	mx := metrics.New()
-	rdb := redisconn.New(cfg.Redis, cfg.RedisPassword)
+	rdb := cfg.newRedis()
 	defer rdb.Close()
-	rdb.AddHook(mx.RoundTrips(cfg.Redis))
+	rdb.AddHook(mx.RoundTrips(cfg.redis()))
 	nodes := redisconn.NewAll(cfg.Redlock, cfg.RedisPassword)
 	defer redisconn.CloseAll(nodes)
 	for i, n := range nodes {
@@ -128,7 +137,7 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	srv := &http.Server{Handler: running.wrap(handler(cfg, deps, rdb, mx, log)), BaseContext: func(net.Listener) context.Context { return base }}
 	cfg.limits().apply(srv)
 	log.Info("serving", "addr", ln.Addr().String(), "lock", cfg.Lock, "lock_override", cfg.LockOverride,
-		"redis", cfg.Redis, "redlock", cfg.Redlock, "etcd", cfg.Etcd, "zk", cfg.ZK, "ttl", cfg.TTL.String(), "retry", cfg.Retry.String(),
+		"redis", cfg.redis(), "redlock", cfg.Redlock, "etcd", cfg.Etcd, "zk", cfg.ZK, "ttl", cfg.TTL.String(), "retry", cfg.Retry.String(),
 		"redlock_retry", cfg.RedlockRetry.String(), "wait", cfg.Wait, "work", cfg.Work.String(),
 		"max_in_flight", cfg.MaxInFlight, "grace", cfg.limits().Grace.String())
 	// The deferred closes above run only once every request has returned:
@@ -212,7 +221,7 @@ func handler(cfg config, deps versions.Deps, rdb *redis.Client, mx *metrics.Metr
 	svc := sale.New(rdb, sale.Options{Key: cfg.Key, Work: cfg.Work, AcquireTimeout: cfg.AcquireTimeout, ReplicaAck: cfg.ReplicaAck, Observer: mx})
 	ready := func(ctx context.Context) error {
 		if err := rdb.Ping(ctx).Err(); err != nil {
-			return fmt.Errorf("redis %s: %w", cfg.Redis, err)
+			return fmt.Errorf("redis %s: %w", cfg.redis(), err)
 		}
 		return nil
 	}
@@ -234,7 +243,7 @@ func (c config) settings() map[string]string {
 	return map[string]string{"lock": c.Lock, "ttl": c.TTL.String(), "retry": c.Retry.String(),
 		"redlock_retry": c.RedlockRetry.String(), "wait": c.Wait, "work": c.Work.String(), "acquire_timeout": c.AcquireTimeout.String(),
 		"fence": strconv.FormatBool(c.Fence), "chaos": strconv.FormatBool(c.Chaos), "replica_ack": strconv.Itoa(c.ReplicaAck),
-		"db": strconv.FormatBool(c.DB != ""), "zk": strconv.FormatBool(len(c.ZK) > 0)}
+		"db": strconv.FormatBool(c.DB != ""), "zk": strconv.FormatBool(len(c.ZK) > 0), "sentinel": strconv.FormatBool(len(c.Sentinel) > 0)}
 }
 
 // serveUntil serves on ln until ctx ends, then shuts down: stop cancels the

@@ -57,6 +57,23 @@ func waitHealthy(t *testing.T, base string) {
 	})
 }
 
+// call sends one request with no body and returns the status and body.
+func call(t *testing.T, method, url string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var b bytes.Buffer
+	_, _ = b.ReadFrom(res.Body)
+	return res.StatusCode, b.String()
+}
+
 // process is the service's binary running for a test.
 type process struct {
 	cmd     *exec.Cmd
@@ -251,18 +268,10 @@ func TestProcessWaitAndMetrics(t *testing.T) {
 	waitHealthy(t, base)
 	get := func(path string) (int, string) {
 		t.Helper()
-		post := http.Post
 		if path == "/metrics" {
-			post = func(url, _ string, _ io.Reader) (*http.Response, error) { return http.Get(url) }
+			return call(t, http.MethodGet, base+path)
 		}
-		res, err := post(base+path, "", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		var b bytes.Buffer
-		_, _ = b.ReadFrom(res.Body)
-		return res.StatusCode, b.String()
+		return call(t, http.MethodPost, base+path)
 	}
 	for _, c := range []struct {
 		path   string
@@ -320,5 +329,57 @@ func TestProcessWaitAndMetrics(t *testing.T) {
 		if res.StatusCode != c.status {
 			t.Errorf("GET %s: %d, want %d", c.url, res.StatusCode, c.status)
 		}
+	}
+}
+
+// With -sentinel the binary sells on the primary Redis Sentinel names, and
+// after the primary is killed and Sentinel has promoted its replica, on the
+// promoted replica: the stock and the lock follow the failover with no
+// restart (the unit sold before it was replicated first, so no sale is
+// lost here; the failover scenarios show what an unreplicated one costs).
+func TestProcessFollowsSentinel(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	const master = "locklab"
+	primary, rdb, port, base := setup(t, 10)
+	replica := redistest.StartReplica(t, primary)
+	sentinels := redistest.StartSentinels(t, primary, master, 1)
+	p := startProcess(t, build(t), "-port", strconv.Itoa(port), "-sentinel", strings.Join(sentinels, ","),
+		"-sentinel-master", master, "-redis", "127.0.0.1:1", "-lock", "v6", "-name", "sentinel-test")
+	waitHealthy(t, base)
+	sell := func() (int, string) { return call(t, http.MethodPost, base+"/sale") }
+	if status, body := sell(); status != 200 {
+		t.Fatalf("a sale before the failover: %d %s", status, body)
+	}
+	ctx := context.Background()
+	if n, err := rdb.Get(ctx, api.DefaultStockKey).Int(); err != nil || n != 9 {
+		t.Fatalf("the primary's stock: %d (%v), want 9", n, err)
+	}
+	locktest.WaitFor(t, 10*time.Second, "the replica to have the sale", func() bool {
+		n, err := replica.Client().Get(ctx, api.DefaultStockKey).Int()
+		return err == nil && n == 9
+	})
+
+	primary.Stop() // a crash: SIGKILL
+	redistest.WaitPromoted(t, sentinels[0], master, replica)
+	// Until the replica's client learns the new primary, a sale answers a
+	// clean 503 (nothing sold); then it sells there.
+	var status int
+	var body string
+	locktest.WaitFor(t, 15*time.Second, "a sale on the promoted replica", func() bool {
+		status, body = sell()
+		if status != 200 && status != 503 {
+			t.Fatalf("a sale during the failover: %d %s, want 200 or a clean 503", status, body)
+		}
+		return status == 200
+	})
+	if n, err := replica.Client().Get(ctx, api.DefaultStockKey).Int(); err != nil || n != 8 {
+		t.Fatalf("the promoted replica's stock: %d (%v), want 8: %s", n, err, body)
+	}
+	select {
+	case <-p.exited:
+		t.Fatalf("the service exited: %v", p.waitErr)
+	default:
 	}
 }

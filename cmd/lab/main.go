@@ -121,7 +121,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		defer cancel()
 		_ = srv.Shutdown(sctx)
 	}()
-	log.Info("serving the lab", "addr", ln.Addr().String(), "url", cfg.SaleURL, "replicas", cfg.Replicas)
+	log.Info("serving the lab", "addr", ln.Addr().String(), "url", cfg.SaleURL, "replicas", cmp.Or(cfg.ReplicasFrom, strings.Join(cfg.Replicas, ",")))
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Error("serving", "err", err)
 		return 1

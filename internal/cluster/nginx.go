@@ -77,7 +77,7 @@ func renderNginx(cfg Config, s State) error {
 			if s.Lab == nil {
 				return ""
 			}
-			return fmt.Sprintf("    upstream lab {\n        server %s;\n    }\n", s.Lab.Addr)
+			return fmt.Sprintf("    upstream lab {\n        server %s;\n    }\n    map $host $lab {\n        default lab;\n    }\n", s.Lab.Addr)
 		},
 		"lab-routes": nil, // kept as they are, when there is a lab
 	}

@@ -359,8 +359,8 @@ func TestNginxLabRoutes(t *testing.T) {
 		conf := string(raw)
 		routes := strings.Contains(conf, "location /lab/ {") && strings.Contains(conf, "location = / {")
 		upstream := strings.Contains(conf, "upstream lab {\n        server 127.0.0.1:8070;")
-		if routes != withLab || upstream != withLab || strings.Contains(conf, "server lab:8070") {
-			t.Errorf("with a lab %t: routes %t, local upstream %t, Compose's upstream left %t", withLab, routes, upstream, strings.Contains(conf, "server lab:8070"))
+		if routes != withLab || upstream != withLab || strings.Contains(conf, "lab:8070") {
+			t.Errorf("with a lab %t: routes %t, local upstream %t, Compose's lab left %t", withLab, routes, upstream, strings.Contains(conf, "lab:8070"))
 		}
 	}
 }

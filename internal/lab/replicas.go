@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -64,11 +65,16 @@ func (f *replicaFinder) find(ctx context.Context) []string {
 	if time.Since(f.at) < findEvery {
 		return f.last
 	}
-	ctx, cancel := context.WithTimeout(ctx, healthTimeout)
+	// One caller's end (a page closed) is not the answer's: it serves all.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), healthTimeout)
 	defer cancel()
 	addrs, err := net.DefaultResolver.LookupHost(ctx, f.host)
-	if err != nil {
+	var dnsErr *net.DNSError
+	switch {
+	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
 		addrs = nil // none now: the service has no replica running
+	case err != nil:
+		return f.last // DNS did not answer: what it said last holds
 	}
 	asked := make([]string, len(addrs))
 	var wg sync.WaitGroup

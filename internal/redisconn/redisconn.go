@@ -49,6 +49,22 @@ const bufferSize = 4 << 10
 // New returns a client for the node at addr.
 func New(addr, password string) *redis.Client { return redis.NewClient(Options(addr, password)) }
 
+// NewFailover returns a client of the primary that Redis Sentinel names
+// master, asked of sentinels (host:port), with Options' settings: after a
+// failover (Sentinel promotes a replica) its connections go to the new
+// primary, as a service's would in production. The sentinels take the
+// nodes' password too (requirepass on each sentinel, as the local cluster
+// and the Compose profile set it).
+func NewFailover(master string, sentinels []string, password string) *redis.Client {
+	o := Options("", password)
+	return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: master, SentinelAddrs: sentinels,
+		Password: o.Password, SentinelPassword: o.Password,
+		DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
+		MaxRetries: o.MaxRetries, DialerRetries: o.DialerRetries, PoolSize: o.PoolSize, Protocol: o.Protocol,
+		DisableIdentity: o.DisableIdentity, ReadBufferSize: o.ReadBufferSize, WriteBufferSize: o.WriteBufferSize,
+		PipelineReadBufferSize: o.PipelineReadBufferSize, PipelineWriteBufferSize: o.PipelineWriteBufferSize})
+}
+
 // NewAll returns a client for each of addrs, as redlock takes them.
 func NewAll(addrs []string, password string) []redis.UniversalClient {
 	clients := make([]redis.UniversalClient, len(addrs))

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +28,9 @@ type Server struct {
 	port int
 	dir  string // its working directory: a replica's full sync writes an RDB file there
 	tb   testing.TB
+	// sentinel, for a Redis Sentinel, is its configuration but the port:
+	// what it monitors, and how fast it fails over.
+	sentinel string
 
 	mu     sync.Mutex
 	proc   *os.Process   // nil when stopped
@@ -38,10 +42,78 @@ type Server struct {
 // redis-server, when the binary is missing.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
+	return launch(tb, &Server{tb: tb, dir: tb.TempDir()})
+}
+
+// StartSentinel starts a Redis Sentinel (redis-server --sentinel) on a free
+// port that monitors primary under the name master with a quorum of 2 of
+// three sentinels, takes a primary that does not answer for 500 ms as down,
+// and so fails over within about a second once two sentinels agree.
+func StartSentinel(tb testing.TB, primary *Server, master string) *Server {
+	tb.Helper()
+	conf := fmt.Sprintf("sentinel monitor %[1]s 127.0.0.1 %[2]d 2\nsentinel down-after-milliseconds %[1]s 500\n"+
+		"sentinel failover-timeout %[1]s 5000\nsentinel parallel-syncs %[1]s 1\n", master, primary.port)
+	return launch(tb, &Server{tb: tb, dir: tb.TempDir(), sentinel: conf})
+}
+
+// StartSentinels starts three sentinels of primary (StartSentinel) and waits
+// until each has found the primary's replicas (as many as it has now) and
+// the two other sentinels: what a failover needs. It returns their
+// addresses.
+func StartSentinels(tb testing.TB, primary *Server, master string, replicas int) []string {
+	tb.Helper()
+	var addrs []string
+	var clients []*redis.SentinelClient
+	for range 3 {
+		s := StartSentinel(tb, primary, master)
+		c := redis.NewSentinelClient(redisconn.Options(s.Addr, ""))
+		tb.Cleanup(func() { c.Close() })
+		addrs, clients = append(addrs, s.Addr), append(clients, c)
+	}
+	ctx := context.Background()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		found := 0
+		for _, c := range clients {
+			reps, err1 := c.Replicas(ctx, master).Result()
+			peers, err2 := c.Sentinels(ctx, master).Result()
+			if err1 == nil && err2 == nil && len(reps) == replicas && len(peers) == 2 {
+				found++
+			}
+		}
+		if found == len(clients) {
+			return addrs
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("the sentinels of %s did not find its %d replicas and each other within 30 s", primary.Addr, replicas)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the observable state
+	}
+}
+
+// WaitPromoted waits until the sentinel at sentinel names want as master's
+// primary (a failover done).
+func WaitPromoted(tb testing.TB, sentinel, master string, want *Server) {
+	tb.Helper()
+	c := redis.NewSentinelClient(redisconn.Options(sentinel, ""))
+	defer c.Close()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		addr, err := c.GetMasterAddrByName(context.Background(), master).Result()
+		if err == nil && len(addr) == 2 && net.JoinHostPort(addr[0], addr[1]) == want.Addr {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("Sentinel did not promote %s within 30 s: it names %v (%v)", want.Addr, addr, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the observable state
+	}
+}
+
+// launch starts s on a free port and stops it when the test ends.
+func launch(tb testing.TB, s *Server) *Server {
+	tb.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		tb.Fatal("redis-server not found in PATH; the tests need a real Redis: apt-get install redis-server (Debian/Ubuntu) or brew install redis")
 	}
-	s := &Server{tb: tb, dir: tb.TempDir()}
 	var err error
 	for range 5 { // a free port can be taken between choosing and binding it
 		if s.port, err = freePort(); err != nil {
@@ -114,6 +186,15 @@ func (s *Server) start() error {
 	defer s.mu.Unlock()
 	cmd := exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning", "--dir", s.dir)
+	if s.sentinel != "" {
+		// A sentinel rewrites its file as it learns the others: its own.
+		conf := filepath.Join(s.dir, "sentinel.conf")
+		body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\n%s", s.port, s.dir, s.sentinel)
+		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+			return err
+		}
+		cmd = exec.Command("redis-server", conf, "--sentinel", "--loglevel", "warning")
+	}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start redis-server: %w", err)
 	}

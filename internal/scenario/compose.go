@@ -62,7 +62,7 @@ func Compose(ctx context.Context, project, saleURL string, h api.Health, adminTo
 	if err != nil {
 		return Env{}, err
 	}
-	p := composeProcs{project: project, ready: map[string]func(context.Context) error{}}
+	p := composeProcs{project: project, ready: map[string]func(context.Context) error{}, replicas: map[string]string{}}
 	published := func(service, port string) (string, error) {
 		id, err := p.container(ctx, service)
 		if err != nil {
@@ -77,7 +77,7 @@ func Compose(ctx context.Context, project, saleURL string, h api.Health, adminTo
 	}
 	e := Env{AdminToken: adminToken, LockKey: h.LockKey, StockKey: h.StockKey, TTL: ttl, AcquireTimeout: acquire,
 		Client: &http.Client{Timeout: 2 * time.Minute}, StockNode: composeRedis[0], SpareNodes: composeRedis[1:], Procs: p}
-	replicas, err := p.replicas(ctx)
+	replicas, err := p.findReplicas(ctx)
 	if err != nil {
 		return Env{}, err
 	}
@@ -86,8 +86,11 @@ func Compose(ctx context.Context, project, saleURL string, h api.Health, adminTo
 		if err != nil {
 			return Env{}, err
 		}
+		ready, err := loadtest.ReplicaURL(saleURL, name, "readyz")
+		if err != nil {
+			return Env{}, err
+		}
 		e.Replicas[i] = Replica{Name: name, URL: u}
-		ready := strings.TrimSuffix(u, "/sale") + "/readyz"
 		p.ready[name] = func(ctx context.Context) error {
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, ready, nil)
 			if err != nil {
@@ -177,40 +180,51 @@ type composeProcs struct {
 	// what a restart waits for (Compose's health checks run once a second,
 	// too slow for a scenario that restarts a node inside one lease).
 	ready map[string]func(context.Context) error
+	// replicas are the replicas' containers by the replicas' names.
+	replicas map[string]string
 }
 
-// container is the id of service's one container in the project, or of the
-// replica so named (its hostname: the container's short id).
-func (p composeProcs) container(ctx context.Context, service string) (string, error) {
-	filter := "label=com.docker.compose.service=" + service
-	if !slices.Contains(composeServices, service) {
-		filter = "id=" + service
+// container is the id of the replica so named (findReplicas), or of the
+// one container of the service so named.
+func (p composeProcs) container(ctx context.Context, name string) (string, error) {
+	if id, ok := p.replicas[name]; ok {
+		return id, nil
 	}
-	out, err := docker(ctx, "ps", "-aq", "--filter", "label=com.docker.compose.project="+p.project, "--filter", filter)
+	if !slices.Contains(composeServices, name) {
+		return "", fmt.Errorf("scenario: %s is neither a replica nor a service of the Compose project %s", name, p.project)
+	}
+	ids, err := p.containers(ctx, name)
 	if err != nil {
 		return "", err
 	}
-	ids := strings.Fields(out)
 	if len(ids) != 1 {
-		return "", fmt.Errorf("scenario: Compose project %s has %d containers of %s, want 1", p.project, len(ids), service)
+		return "", fmt.Errorf("scenario: Compose project %s has %d containers of %s, want 1", p.project, len(ids), name)
 	}
 	return ids[0], nil
 }
 
-// replicas names the replicas, at least two: the inventory service's
-// containers' hostnames, in the order Compose numbered them.
-func (p composeProcs) replicas(ctx context.Context) ([]string, error) {
+// containers are the ids of service's containers, running or not, but the
+// one-off ones (docker compose run).
+func (p composeProcs) containers(ctx context.Context, service string) ([]string, error) {
 	out, err := docker(ctx, "ps", "-aq", "--filter", "label=com.docker.compose.project="+p.project,
-		"--filter", "label=com.docker.compose.service="+composeReplicas)
+		"--filter", "label=com.docker.compose.service="+service, "--filter", "label=com.docker.compose.oneoff=False")
+	return strings.Fields(out), err
+}
+
+// findReplicas names the replicas, at least two: the inventory service's
+// containers' hostnames (the name each gives in its replies), in the order
+// Compose numbered them, and notes each one's container.
+func (p composeProcs) findReplicas(ctx context.Context) ([]string, error) {
+	ids, err := p.containers(ctx, composeReplicas)
 	if err != nil {
 		return nil, err
 	}
 	type replica struct {
-		n    int
-		name string
+		n        int
+		name, id string
 	}
 	var found []replica
-	for _, id := range strings.Fields(out) {
+	for _, id := range ids {
 		got, err := docker(ctx, "inspect", "-f", `{{index .Config.Labels "com.docker.compose.container-number"}} {{.Config.Hostname}}`, id)
 		if err != nil {
 			return nil, err
@@ -220,7 +234,7 @@ func (p composeProcs) replicas(ctx context.Context) ([]string, error) {
 		if err != nil || name == "" {
 			return nil, fmt.Errorf("scenario: container %s: no number or hostname (%q)", id, got)
 		}
-		found = append(found, replica{num, name})
+		found = append(found, replica{num, name, id})
 	}
 	if len(found) < 2 {
 		return nil, fmt.Errorf("scenario: Compose project %s runs %d replicas (service %s): the scenarios want two or more", p.project, len(found), composeReplicas)
@@ -228,7 +242,7 @@ func (p composeProcs) replicas(ctx context.Context) ([]string, error) {
 	slices.SortFunc(found, func(a, b replica) int { return a.n - b.n })
 	names := make([]string, len(found))
 	for i, r := range found {
-		names[i] = r.name
+		names[i], p.replicas[r.name] = r.name, r.id
 	}
 	return names, nil
 }
