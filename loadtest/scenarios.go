@@ -35,12 +35,22 @@ func runScenarios(ctx context.Context, o options, stdout, stderr io.Writer) int 
 	settings := h.Settings
 
 	var cells []scenario.Cell
+	unfit := map[string][]string{} // why -> the scenarios skipped for it
+	defer func() {
+		for why, names := range unfit {
+			fmt.Fprintf(stderr, "loadtest: skipped on this cluster (each %s): %s\n", why, strings.Join(names, ", "))
+		}
+	}()
 	for _, s := range scenario.All {
 		if o.scenario != "all" && o.scenario != s.Name {
 			continue
 		}
 		if ok, why := s.OnCompose(); o.compose != "" && !ok {
 			fmt.Fprintf(stderr, "loadtest: scenario %s skipped on Compose: %s\n", s.Name, why)
+			continue
+		}
+		if why := s.Unfit(env); why != "" {
+			unfit[why] = append(unfit[why], s.Name)
 			continue
 		}
 		for _, lock := range o.locks {
@@ -74,7 +84,7 @@ func runScenarios(ctx context.Context, o options, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "loadtest: report written to", o.out)
 	}
 	if o.doc != "" {
-		if err := writeMatrix(o.doc, cells, settings); err != nil {
+		if err := writeMatrix(o.doc, cells, settings, len(env.Sentinels) > 0); err != nil {
 			fmt.Fprintln(stderr, "loadtest:", err)
 			return 1
 		}
@@ -118,18 +128,26 @@ func evidence(c scenario.Cell) string {
 }
 
 // writeMatrix writes the observed matrix into file's generated section
-// scenarios-observed: one row per version, one column per scenario.
-func writeMatrix(file string, cells []scenario.Cell, settings map[string]string) error {
+// scenarios-observed (scenarios-observed-sentinel for make scenarios' second
+// pass, on a cluster Sentinel watches): one row per version, one column per
+// scenario that ran.
+func writeMatrix(file string, cells []scenario.Cell, settings map[string]string, sentinel bool) error {
+	var cols []int
+	for i, s := range scenario.All {
+		if slices.ContainsFunc(cells, func(c scenario.Cell) bool { return c.Scenario == s.Name }) {
+			cols = append(cols, i)
+		}
+	}
 	var b strings.Builder
 	b.WriteString("| version |")
-	for _, s := range scenario.All {
-		fmt.Fprintf(&b, " %s |", s.Name)
+	for _, i := range cols {
+		fmt.Fprintf(&b, " %s |", scenario.All[i].Name)
 	}
-	b.WriteString("\n|---|" + strings.Repeat("---|", len(scenario.All)) + "\n")
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(cols)) + "\n")
 	for _, row := range scenario.Matrix(cells, versions.Names()) {
 		line := "| `" + row.Lock + "` |"
-		for _, c := range row.Cells {
-			switch {
+		for _, i := range cols {
+			switch c := row.Cells[i]; {
 			case c == nil:
 				line += " - |"
 			case c.OK():
@@ -140,9 +158,13 @@ func writeMatrix(file string, cells []scenario.Cell, settings map[string]string)
 		}
 		b.WriteString(line + "\n")
 	}
-	fmt.Fprintf(&b, "\nObserved by `make scenarios-docs` on %s (%d cores): replicas with -ttl %s, -acquire-timeout %s; ✓ = as expected.\n",
-		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), settings["ttl"], settings["acquire_timeout"])
-	return docgen.Replace(file, "scenarios-observed", b.String())
+	section, cluster := "scenarios-observed", ""
+	if sentinel {
+		section, cluster = "scenarios-observed-sentinel", " on the cluster Redis Sentinel watches (SENTINEL=1)"
+	}
+	fmt.Fprintf(&b, "\nObserved by `make scenarios-docs` on %s (%d cores)%s: replicas with -ttl %s, -acquire-timeout %s; ✓ = as expected.\n",
+		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), cluster, settings["ttl"], settings["acquire_timeout"])
+	return docgen.Replace(file, section, b.String())
 }
 
 // writeScenarioReport writes the matrix as the HTML report's scenarios section.

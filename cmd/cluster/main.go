@@ -1,7 +1,7 @@
 // Command cluster runs the local cluster (make up, make down, make status):
 // three Redis nodes, the inventory replicas and nginx on this machine, with no
 // Docker. Settings come from flags or, as the Makefile passes them, from the
-// environment: LOCK, PORT, REPLICAS, WORK, RUN_DIR, PPROF, FAULTS, STOCK,
+// environment: LOCK, PORT, REPLICAS, WORK, RUN_DIR, PPROF, FAULTS, SENTINEL, STOCK,
 // INVENTORY_REDIS_PASSWORD and INVENTORY_ADMIN_TOKEN. The replicas also read
 // any other INVENTORY_* variable, as the service does. With the fault hooks on
 // (INVENTORY_CHAOS) and no INVENTORY_ADMIN_TOKEN, up makes a random admin
@@ -101,6 +101,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (cluster
 	fs.Int64Var(&cfg.Stock, "stock", int64(atoi("STOCK", "100")), "stock seeded once, when the key is not set (env STOCK)")
 	fs.BoolVar(&cfg.Pprof, "pprof", env("PPROF", "") != "", "each replica serves Go's profiler on 127.0.0.1:6060, :6061, ... (env PPROF=1)")
 	fs.BoolVar(&cfg.Faults, "faults", env("FAULTS", "") != "", "a toxiproxy between each replica and each Redis node, for the scenarios' network faults (env FAULTS=1; make scenarios sets it)")
+	fs.BoolVar(&cfg.Sentinel, "sentinel", env("SENTINEL", "") != "", "two standbys of the stock's Redis node and three Redis Sentinels watching it; the replicas follow the primary they name (-sentinel), and Sentinel fails it over (env SENTINEL=1; make scenarios' second pass sets it)")
 	if err := cli.Parse(fs, args, 1); err != nil {
 		return cfg, "", err
 	}

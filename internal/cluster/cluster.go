@@ -29,6 +29,7 @@ import (
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/redisconn"
+	"github.com/redis/go-redis/v9"
 )
 
 // Config is what Up starts. Zero fields take the defaults below.
@@ -48,6 +49,11 @@ type Config struct {
 	// faults.go): the scenarios' network faults. Off by default: a proxy
 	// costs every command a hop, and the demo and the bench measure without.
 	Faults bool
+	// Sentinel gives the stock's node two standbys and three Redis
+	// Sentinels (sentinel.go), and the replicas -sentinel: Sentinel fails
+	// the node over. With Faults too each standby replicates through a
+	// fault proxy of its own.
+	Sentinel bool
 	// RedisPassword, when set, is required by every node (which reads it from
 	// a private file) and given to the replicas through their environment,
 	// INVENTORY_REDIS_PASSWORD: never on a command line (see secrets.go).
@@ -108,8 +114,10 @@ type State struct {
 	// Faults: the proxy server, and its proxy per replica and node.
 	Toxiproxy    *Proc        `json:"toxiproxy,omitempty"`
 	FaultProxies []FaultProxy `json:"fault_proxies,omitempty"`
-	// Standby is the stock node's asynchronous replica (with Faults).
-	Standby *Proc `json:"standby,omitempty"`
+	// Standbys are the stock node's asynchronous replicas: one with
+	// Faults, two with Sentinel. Sentinels watch the node (with Sentinel).
+	Standbys  []Proc `json:"standbys,omitempty"`
+	Sentinels []Proc `json:"sentinels,omitempty"`
 	// Lab is the lab (cmd/lab): nginx routes / and /lab/ to it.
 	Lab *Proc `json:"lab,omitempty"`
 	// RedisPassword is needed to watch the nodes, AdminToken to drive the
@@ -133,7 +141,7 @@ func (s State) Addrs() []string {
 // procs lists every process in stop order: nginx, then the replicas (which
 // finish their sales), then the fault proxies, Redis and etcd.
 func (s *State) procs() []*Proc {
-	var lab, proxy, standby, db []*Proc
+	var lab, proxy, db []*Proc
 	if s.Lab != nil {
 		lab = []*Proc{s.Lab}
 	}
@@ -143,10 +151,7 @@ func (s *State) procs() []*Proc {
 	if s.Toxiproxy != nil {
 		proxy = []*Proc{s.Toxiproxy}
 	}
-	if s.Standby != nil {
-		standby = []*Proc{s.Standby}
-	}
-	return slices.Concat(lab, []*Proc{&s.Nginx}, ptrs(s.Replicas), proxy, standby, ptrs(s.Redis), ptrs(s.Etcd), ptrs(s.ZK), db)
+	return slices.Concat(lab, []*Proc{&s.Nginx}, ptrs(s.Replicas), ptrs(s.Sentinels), proxy, ptrs(s.Standbys), ptrs(s.Redis), ptrs(s.Etcd), ptrs(s.ZK), db)
 }
 
 // Cluster is a running local cluster, as its state file describes it.
@@ -246,7 +251,7 @@ func (c *Cluster) Down() (int, error) {
 	if c.State.DB != nil {
 		errs = append(errs, removeDBData(dbData(c.dir)))
 	}
-	errs = append(errs, removeAOF(c.dir), removeRDB(c.dir, c.redisNodes()), removeSecrets(c.dir))
+	errs = append(errs, removeAOF(c.dir), removeRDB(c.dir, c.redisNodes()), removeSecrets(c.dir), removeSentinelConfs(c.dir, c.State.Sentinels))
 	return stopped, errors.Join(errs...)
 }
 
@@ -376,6 +381,10 @@ func (c *Cluster) ready(ctx context.Context, p *Proc, limit time.Duration) error
 		})
 	case strings.HasPrefix(p.Name, "etcd"): // healthy: the member has a leader
 		return waitUntil(ctx, limit, p.Name, func() bool { return p.alive() && httpOK(ctx, "http://"+p.Addr+"/health") })
+	case strings.HasPrefix(p.Name, "sentinel"):
+		rdb := redis.NewSentinelClient(redisconn.Options(p.Addr, c.State.RedisPassword))
+		defer rdb.Close()
+		return waitUntil(ctx, limit, p.Name, func() bool { return p.alive() && listening(p.Addr) && rdb.Ping(ctx).Err() == nil })
 	case strings.HasPrefix(p.Name, "redis"):
 		rdb := redisconn.New(p.Addr, c.State.RedisPassword)
 		defer rdb.Close()
@@ -504,7 +513,7 @@ func Clean(cfg Config) error {
 			return fmt.Errorf("cluster: %d processes still run in %s: make down first", running, cfg.Dir)
 		}
 	}
-	cfg.Faults = true // made with or without them: their files go either way
+	cfg.Faults, cfg.Sentinel = true, true // made with or without them: their files go either way
 	s := Plan(cfg)
 	nginx := nginxDir(cfg.Dir)
 	files := []string{stateFile(cfg.Dir), s.Replicas[0].Args[0], s.Lab.Args[0], filepath.Join(nginx, "nginx.conf"), filepath.Join(nginx, "nginx.pid"),
@@ -516,8 +525,8 @@ func Clean(cfg Config) error {
 	if more, err := filepath.Glob(filepath.Join(cfg.Dir, "inventory-*.log")); err == nil {
 		files = append(files, more...)
 	}
-	nodes := append(ptrs(s.Redis), s.Standby)
-	errs := []error{removeAOF(cfg.Dir), removeRDB(cfg.Dir, nodes), removeDBData(dbData(cfg.Dir)), removeSecrets(cfg.Dir)}
+	nodes := append(ptrs(s.Redis), ptrs(s.Standbys)...)
+	errs := []error{removeAOF(cfg.Dir), removeRDB(cfg.Dir, nodes), removeDBData(dbData(cfg.Dir)), removeSecrets(cfg.Dir), removeSentinelConfs(cfg.Dir, s.Sentinels)}
 	for _, m := range s.Etcd {
 		errs = append(errs, removeEtcdData(etcdData(cfg.Dir, m.Name)))
 	}
@@ -540,11 +549,7 @@ func Clean(cfg Config) error {
 	return errors.Join(errs...)
 }
 
-// redisNodes are the Redis processes: the nodes and the standby.
+// redisNodes are the Redis processes: the nodes and the standbys.
 func (c *Cluster) redisNodes() []*Proc {
-	nodes := ptrs(c.State.Redis)
-	if c.State.Standby != nil {
-		nodes = append(nodes, c.State.Standby)
-	}
-	return nodes
+	return append(ptrs(c.State.Redis), ptrs(c.State.Standbys)...)
 }

@@ -133,11 +133,47 @@ func TestPlanFaults(t *testing.T) {
 	if args := strings.Join(s.Replicas[1].Args, " "); !strings.Contains(args, "-redis 127.0.0.1:16201 ") {
 		t.Fatalf("inventory-2: %s", args)
 	}
-	if args := strings.Join(s.Standby.Args, " "); !strings.Contains(args, "--replicaof 127.0.0.1 16084") || s.Standby.Args[1] != redisAuthConf("/run/x") {
+	if len(s.Standbys) != 1 || len(s.Sentinels) != 0 {
+		t.Fatalf("standbys %v, sentinels %v: want one standby (the failover scenario's) and no sentinel", s.Standbys, s.Sentinels)
+	}
+	if args := strings.Join(s.Standbys[0].Args, " "); !strings.Contains(args, "--replicaof 127.0.0.1 16084") || s.Standbys[0].Args[1] != redisAuthConf("/run/x") {
 		t.Fatalf("standby: %s", args)
 	}
 	if !slices.Contains(s.Addrs(), "127.0.0.1:16203") || !slices.Contains(s.Addrs(), "127.0.0.1:12380") {
 		t.Fatalf("Addrs %v lacks a proxy's or an etcd peer's address", s.Addrs())
+	}
+}
+
+// With Sentinel the stock's node has two standbys (each through its own
+// proxy with the fault proxies, straight to the node without them) and
+// three sentinels, and the replicas follow the primary the sentinels name.
+func TestPlanSentinel(t *testing.T) {
+	for _, faults := range []bool{false, true} {
+		s := Plan(Config{Dir: "/run/x", Replicas: 2, Faults: faults, Sentinel: true})
+		if len(s.Standbys) != 2 || len(s.Sentinels) != 3 {
+			t.Fatalf("faults %v: standbys %v, sentinels %v; want 2 and 3", faults, s.Standbys, s.Sentinels)
+		}
+		from := []string{"6381", "6381"}
+		if faults {
+			from = []string{"16084", "16085"}
+		}
+		for i, sb := range s.Standbys {
+			if args := strings.Join(sb.Args, " "); sb.Addr != "127.0.0.1:"+strconv.Itoa(6384+i) || !strings.HasSuffix(args, "--replicaof 127.0.0.1 "+from[i]) {
+				t.Errorf("faults %v: standby %s: %s", faults, sb.Addr, args)
+			}
+			if faults && s.StandbyLink(sb.Name) != "127.0.0.1:"+from[i] {
+				t.Errorf("standby %s's link %q", sb.Name, s.StandbyLink(sb.Name))
+			}
+		}
+		if args := strings.Join(s.Replicas[1].Args, " "); !strings.Contains(args, "-sentinel 127.0.0.1:26380,127.0.0.1:26381,127.0.0.1:26382 -sentinel-master locklab") {
+			t.Errorf("faults %v: inventory-2: %s", faults, args)
+		}
+		if args := s.Sentinels[2].Args; len(args) != 3 || args[1] != "/run/x/sentinel-26382.conf" || args[2] != "--sentinel" {
+			t.Errorf("sentinel: %v", args)
+		}
+		if faults && (len(s.Toxiproxy.Extra) != len(s.FaultProxies) || !slices.Contains(s.Toxiproxy.Extra, "127.0.0.1:16085")) {
+			t.Errorf("toxiproxy's addresses %v, proxies %v", s.Toxiproxy.Extra, s.FaultProxies)
+		}
 	}
 }
 

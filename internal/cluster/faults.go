@@ -31,34 +31,57 @@ type FaultProxy struct {
 func FaultProxyName(replica, node string) string { return replica + ">" + node }
 
 // planFaults lays out the toxiproxy server and its proxies (the replicas'
-// addresses of the nodes become the proxies'), and the stock node's standby:
-// an asynchronous Redis replica of it, which the failover scenario promotes
-// and points the proxies at, as Sentinel and a virtual address would.
-func planFaults(dir string, s *State, replicas []string, auth bool) {
+// addresses of the nodes become the proxies'), and the stock node's
+// standbys (planStandbys): each replicates through a proxy of its own.
+func planFaults(dir string, s *State, replicas []string) {
 	s.Toxiproxy = &Proc{Name: "toxiproxy", Addr: "127.0.0.1:" + strconv.Itoa(faultAPIPort), Log: filepath.Join(dir, "toxiproxy.log"),
 		Args: []string{filepath.Join(dir, "bin", "toxiproxy"), "-host", "127.0.0.1", "-port", strconv.Itoa(faultAPIPort),
 			"-config", faultConfig(dir)}}
-	// The standby replicates through a proxy of its own, so a scenario can
-	// stall the replication link (what it already received a frozen replica
-	// would still apply on waking: a cut drops it on the way).
-	stock := s.Redis[0]
-	standby := "127.0.0.1:" + strconv.Itoa(portOf(s.Redis[len(s.Redis)-1].Addr)+1)
-	name := "redis-" + strconv.Itoa(portOf(standby))
-	link := FaultProxy{Name: FaultProxyName(name, stock.Name), Listen: "127.0.0.1:" + strconv.Itoa(faultPortBase+portOf(standby)-6300),
-		Upstream: stock.Addr, Enabled: true}
-	args := append(redisArgs(stock.Args[0], portOf(standby), dir, auth), "--replicaof", "127.0.0.1", strconv.Itoa(portOf(link.Listen)))
-	s.Standby = &Proc{Name: name, Addr: standby, Log: filepath.Join(dir, name+".log"), Args: args}
-	s.FaultProxies = []FaultProxy{link}
 	for i, r := range replicas {
 		for _, n := range s.Redis {
 			s.FaultProxies = append(s.FaultProxies, FaultProxy{Name: FaultProxyName(r, n.Name),
 				Listen: "127.0.0.1:" + strconv.Itoa(faultPortBase+100*(i+1)+portOf(n.Addr)-6380), Upstream: n.Addr, Enabled: true})
 		}
 	}
-	for _, p := range s.FaultProxies {
-		s.Toxiproxy.Extra = append(s.Toxiproxy.Extra, p.Listen)
-	}
 	planClock(dir, s)
+}
+
+// planStandbys lays out n asynchronous replicas of the stock's node, the
+// standbys, on the ports after the last node's: what the failover scenarios
+// promote (by hand, or Sentinel). With the fault proxies each replicates
+// through a proxy of its own, so a scenario can stall its replication link
+// (what it already received a frozen replica would still apply on waking: a
+// cut drops it on the way).
+func planStandbys(dir string, s *State, n int, auth bool) {
+	stock := s.Redis[0]
+	for i := range n {
+		port := portOf(s.Redis[len(s.Redis)-1].Addr) + 1 + i
+		name, from := "redis-"+strconv.Itoa(port), stock.Addr
+		if s.Toxiproxy != nil {
+			link := FaultProxy{Name: FaultProxyName(name, stock.Name), Listen: "127.0.0.1:" + strconv.Itoa(faultPortBase+port-6300),
+				Upstream: stock.Addr, Enabled: true}
+			s.FaultProxies, from = append(s.FaultProxies, link), link.Listen
+		}
+		args := append(redisArgs(stock.Args[0], port, dir, auth), "--replicaof", "127.0.0.1", strconv.Itoa(portOf(from)))
+		s.Standbys = append(s.Standbys, Proc{Name: name, Addr: "127.0.0.1:" + strconv.Itoa(port), Log: filepath.Join(dir, name+".log"), Args: args})
+	}
+	if s.Toxiproxy != nil {
+		s.Toxiproxy.Extra = nil
+		for _, p := range s.FaultProxies {
+			s.Toxiproxy.Extra = append(s.Toxiproxy.Extra, p.Listen)
+		}
+	}
+}
+
+// StandbyLink is the address the standby called name replicates from: its
+// fault proxy's, or "" with no proxies.
+func (s *State) StandbyLink(name string) string {
+	for _, p := range s.FaultProxies {
+		if p.Name == FaultProxyName(name, s.StockNode().Name) {
+			return p.Listen
+		}
+	}
+	return ""
 }
 
 // nodeAddrs is where replica reaches each Redis node: through its own

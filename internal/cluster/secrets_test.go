@@ -32,7 +32,7 @@ func TestNoSecretOnCommandLine(t *testing.T) {
 	password := `a "quoted" \ pass word, ü ` + rand.Text() // and Redis' quoting works
 	token := rand.Text()
 	dir := t.TempDir()
-	s := Plan(Config{Dir: dir, Faults: true, RedisPassword: password, AdminToken: token})
+	s := Plan(Config{Dir: dir, Faults: true, Sentinel: true, RedisPassword: password, AdminToken: token})
 	if err := writeSecrets(dir, password, token); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestNoSecretOnCommandLine(t *testing.T) {
 		}
 	}
 
-	primary, standby := s.Redis[0], *s.Standby
+	primary, standby := s.Redis[0], s.Standbys[0]
 	primary.Env = nil // no clock shim: it is not built here
 	start := func(p *Proc, extra ...string) string {
 		t.Helper()

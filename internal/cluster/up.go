@@ -94,7 +94,14 @@ func Plan(cfg Config) State {
 		names[i] = "inventory-" + strconv.Itoa(i+1)
 	}
 	if cfg.Faults { // the replicas reach every node through their own proxy
-		planFaults(cfg.Dir, &s, names, cfg.RedisPassword != "")
+		planFaults(cfg.Dir, &s, names)
+	}
+	switch {
+	case cfg.Sentinel:
+		planStandbys(cfg.Dir, &s, 2, cfg.RedisPassword != "")
+		planSentinel(cfg.Dir, &s)
+	case cfg.Faults: // the failover scenario's, promoted by hand
+		planStandbys(cfg.Dir, &s, 1, cfg.RedisPassword != "")
 	}
 	bin := filepath.Join(cfg.Dir, "bin", "inventory")
 	for i, name := range names {
@@ -102,6 +109,9 @@ func Plan(cfg Config) State {
 		args := []string{bin, "-bind", "127.0.0.1", "-port", strconv.Itoa(port), "-name", name, "-lock", cfg.Lock, "-lock-override",
 			"-work", cfg.Work, "-redis", nodes[0], "-redlock", strings.Join(nodes, ","), "-etcd", strings.Join(etcd, ","),
 			"-zk", strings.Join(zk, ",")}
+		if cfg.Sentinel { // the stock and the single-node locks: the primary the sentinels name
+			args = append(args, "-sentinel", strings.Join(s.SentinelAddrs(), ","), "-sentinel-master", SentinelMaster)
+		}
 		if cfg.Pprof {
 			args = append(args, "-pprof", "127.0.0.1:"+strconv.Itoa(6060+i-1))
 		}
@@ -150,7 +160,9 @@ func redisArgs(bin string, port int, dir string, auth bool) []string {
 	if auth {
 		args = append(args, redisAuthConf(dir))
 	}
-	return append(args, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+	// A full sync starts at once (Redis waits 5 s by default for more
+	// replicas to share it): a failover's failback syncs an empty node.
+	return append(args, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--repl-diskless-sync-delay", "0",
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", dir, "--dbfilename", rdbFile(port))
 }
 
@@ -251,7 +263,22 @@ func (c *Cluster) start(ctx context.Context, cfg Config) error {
 		if err := writeFaultConfig(c.dir, c.State.FaultProxies); err != nil {
 			return err
 		}
-		if err := c.startAll(ctx, []*Proc{t, c.State.Standby}, 10*time.Second); err != nil {
+		if err := c.startAll(ctx, []*Proc{t}, 10*time.Second); err != nil {
+			return err
+		}
+	}
+	if err := c.startAll(ctx, ptrs(c.State.Standbys), 10*time.Second); err != nil {
+		return err
+	}
+	if len(c.State.Sentinels) > 0 {
+		if err := writeSentinelConfs(c.dir, &c.State); err != nil {
+			return err
+		}
+		if err := c.startAll(ctx, ptrs(c.State.Sentinels), 10*time.Second); err != nil {
+			return err
+		}
+		say("waiting for the sentinels to find the standbys and each other")
+		if err := sentinelsReady(ctx, &c.State, 60*time.Second); err != nil {
 			return err
 		}
 	}

@@ -56,7 +56,10 @@ func (l *Lab) scenarios(w http.ResponseWriter, _ *http.Request) {
 	var rows []row
 	for _, s := range scenario.All {
 		r := row{Name: s.Name, Injected: s.Injected, Expect: s.Expect}
-		if s.NeedsFaults {
+		switch {
+		case s.NeedsSentinel:
+			r.Needs = "Redis Sentinel watching the stock's node: a cluster started with SENTINEL=1 FAULTS=1 (make scenarios' second pass)"
+		case s.NeedsFaults:
 			r.Needs = "the fault proxies and the clock shim: make lab starts them"
 		}
 		rows = append(rows, r)
@@ -131,8 +134,8 @@ func (l *Lab) execCell(ctx context.Context, s scenario.Scenario, res CellResult)
 		res.Status, res.Error = "failed", err.Error()
 		return res
 	}
-	if s.NeedsFaults && env.Faults == nil {
-		res.Status, res.Error = "failed", s.Name+" needs the fault proxies: a cluster started by make lab (FAULTS=1)"
+	if why := s.Unfit(env); why != "" {
+		res.Status, res.Error = "failed", s.Name+" "+why
 		return res
 	}
 	if why := env.Lacks(res.Lock); why != "" {

@@ -63,11 +63,14 @@ type Env struct {
 	SpareRedis  []*redis.Client // a client of each spare node, in SpareNodes' order
 	EtcdMembers []Member
 	Procs       Processes
-	// Standby is the stock node's asynchronous replica (process name,
-	// address, the address it replicates from: its own fault proxy, and a
-	// client), with the fault proxies; StockAddr is the stock node's address.
-	Standby, StandbyAddr, StandbyLink, StockAddr string
-	StandbyRedis                                 *redis.Client
+	// Standbys are the stock node's asynchronous replicas; StockAddr is
+	// the stock node's address. Sentinels (addresses), when the cluster has
+	// them, watch the stock's node by the name SentinelMaster, and the
+	// replicas follow the primary they name.
+	Standbys       []Standby
+	StockAddr      string
+	Sentinels      []string
+	SentinelMaster string
 	// Faults controls the proxies between each replica and each Redis node
 	// (nil: the cluster has none); the network scenarios need it.
 	Faults *toxiproxy.Client
@@ -93,6 +96,14 @@ func (e Env) mark(label string) {
 	e.marks.mu.Lock()
 	defer e.marks.mu.Unlock()
 	e.marks.list = append(e.marks.list, history.Mark{At: time.Now(), Label: label})
+}
+
+// Standby is one asynchronous replica of the stock's node: its process
+// name, address, the address it replicates from (its own fault proxy's), and
+// a client.
+type Standby struct {
+	Name, Addr, Link string
+	Redis            *redis.Client
 }
 
 // Replica is one replica: its process name and its own /sale endpoint.
@@ -131,8 +142,8 @@ func (e Env) Close() error {
 	if e.Etcd != nil {
 		errs = append(errs, e.Etcd.Close())
 	}
-	if e.StandbyRedis != nil {
-		errs = append(errs, e.StandbyRedis.Close())
+	for _, sb := range e.Standbys {
+		errs = append(errs, sb.Redis.Close())
 	}
 	for _, c := range e.SpareRedis {
 		errs = append(errs, c.Close())

@@ -27,13 +27,14 @@ import (
 // standby follows it.
 func failover(ack bool) runFunc {
 	return func(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error) {
-		if e.StandbyRedis == nil || e.Faults == nil {
-			return "", "", errors.New("failover needs the standby and the fault proxies: a cluster started with FAULTS=1")
-		}
-		if err := e.standbyInSync(ctx); err != nil {
+		sb, err := e.standby("failover")
+		if err != nil {
 			return "", "", err
 		}
-		heal, err := e.cut(e.Standby, e.StockNode) // the replication link stalls
+		if err := e.standbyInSync(ctx, sb); err != nil {
+			return "", "", err
+		}
+		heal, err := e.cut(sb.Name, e.StockNode) // the replication link stalls
 		if err != nil {
 			return "", "", err
 		}
@@ -48,7 +49,7 @@ func failover(ack bool) runFunc {
 		} else if a, err = e.heldAndRead(ctx, lock, hooks); err != nil {
 			return "", "", err
 		}
-		failBack, err := e.promote(ctx, heal)
+		failBack, err := e.promote(ctx, sb, heal)
 		if failBack != nil {
 			defer func() { err = errors.Join(err, failBack()) }()
 		}
@@ -65,7 +66,7 @@ func failover(ack bool) runFunc {
 		if err := errors.Join(ra.err, rb.err); err != nil {
 			return "", "", err
 		}
-		after, err := e.StandbyRedis.Get(ctx, e.StockKey).Int64()
+		after, err := sb.Redis.Get(ctx, e.StockKey).Int64()
 		if err != nil {
 			return "", "", err
 		}
@@ -86,10 +87,11 @@ func failover(ack bool) runFunc {
 // answers 503 indeterminate: no 200 is missing from the promoted stock.
 func failoverWrite(ack bool) runFunc {
 	return func(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error) {
-		if e.StandbyRedis == nil || e.Faults == nil {
-			return "", "", errors.New("failover-write needs the standby and the fault proxies: a cluster started with FAULTS=1")
+		sb, err := e.standby("failover-write")
+		if err != nil {
+			return "", "", err
 		}
-		if err := e.standbyInSync(ctx); err != nil {
+		if err := e.standbyInSync(ctx, sb); err != nil {
 			return "", "", err
 		}
 		hooks := ""
@@ -99,7 +101,7 @@ func failoverWrite(ack bool) runFunc {
 		var a <-chan reply
 		var heal func() error
 		if lock == "atomic" {
-			if heal, err = e.cut(e.Standby, e.StockNode); err != nil {
+			if heal, err = e.cut(sb.Name, e.StockNode); err != nil {
 				return "", "", err
 			}
 			defer func() { err = also(err, heal()) }()
@@ -112,7 +114,7 @@ func failoverWrite(ack bool) runFunc {
 				return "", "", fmt.Errorf("the sale never stopped before its write: %w", err)
 			}
 			e.mark(e.Replicas[0].Name + " stopped before its write")
-			if heal, err = e.cut(e.Standby, e.StockNode); err != nil {
+			if heal, err = e.cut(sb.Name, e.StockNode); err != nil {
 				return "", "", err
 			}
 			defer func() { err = also(err, heal()) }()
@@ -125,14 +127,14 @@ func failoverWrite(ack bool) runFunc {
 		if ra.err != nil {
 			return "", "", ra.err
 		}
-		failBack, err := e.promote(ctx, heal)
+		failBack, err := e.promote(ctx, sb, heal)
 		if failBack != nil {
 			defer func() { err = errors.Join(err, failBack()) }()
 		}
 		if err != nil {
 			return "", "", err
 		}
-		after, err := e.StandbyRedis.Get(ctx, e.StockKey).Int64()
+		after, err := sb.Redis.Get(ctx, e.StockKey).Int64()
 		if err != nil {
 			return "", "", err
 		}
@@ -150,33 +152,42 @@ func failoverWrite(ack bool) runFunc {
 // the node led to it (the fault proxies re-pointed, as a virtual address
 // would move) and the replication link healed. failBack, non-nil once the
 // primary was killed, undoes it all, whatever else failed.
-func (e Env) promote(ctx context.Context, heal func() error) (failBack func() error, err error) {
+func (e Env) promote(ctx context.Context, sb Standby, heal func() error) (failBack func() error, err error) {
 	restartPrimary, err := e.Procs.Kill(e.StockNode)
 	if err != nil {
 		return nil, err
 	}
 	e.mark(e.StockNode + " (primary) killed")
-	failBack = func() error { return e.failBack(ctx, restartPrimary) }
-	if err := errors.Join(e.StandbyRedis.SlaveOf(ctx, "no", "one").Err(), e.repoint(e.StandbyAddr), heal()); err != nil {
+	failBack = func() error { return e.failBack(ctx, sb, restartPrimary) }
+	if err := errors.Join(sb.Redis.SlaveOf(ctx, "no", "one").Err(), e.repoint(sb.Addr), heal()); err != nil {
 		return failBack, fmt.Errorf("failover: %w", err)
 	}
-	e.mark(e.Standby + " promoted; the stock's and the lock's node is now " + e.Standby)
+	e.mark(sb.Name + " promoted; the stock's and the lock's node is now " + sb.Name)
 	return failBack, nil
+}
+
+// standby is the stock node's first standby, which scenario promotes by
+// hand; it needs the fault proxies too, to stall its link.
+func (e Env) standby(scenario string) (Standby, error) {
+	if len(e.Standbys) == 0 || e.Faults == nil {
+		return Standby{}, errors.New(scenario + " needs the standby and the fault proxies: a cluster started with FAULTS=1")
+	}
+	return e.Standbys[0], nil
 }
 
 // standbyInSync waits until the standby has replicated everything the
 // primary has (the stock the cell just set).
-func (e Env) standbyInSync(ctx context.Context) error {
+func (e Env) standbyInSync(ctx context.Context, sb Standby) error {
 	err := e.waitUntil(ctx, 10*time.Second, func() (bool, error) {
 		p, err1 := e.Redis.Info(ctx, "replication").Result()
-		s, err2 := e.StandbyRedis.Info(ctx, "replication").Result()
+		s, err2 := sb.Redis.Info(ctx, "replication").Result()
 		if err := errors.Join(err1, err2); err != nil {
 			return false, err
 		}
 		return infoField(s, "master_link_status") == "up" && infoField(s, "slave_repl_offset") == infoField(p, "master_repl_offset"), nil
 	})
 	if err != nil {
-		return fmt.Errorf("the standby never caught up with the primary: %w", err)
+		return fmt.Errorf("the standby %s never caught up with the primary: %w", sb.Name, err)
 	}
 	return nil
 }
@@ -199,12 +210,12 @@ func (e Env) repoint(addr string) error {
 
 // failBack restores the cluster after a failover: the old primary back
 // (empty) and the replicas' way to it, the standby its replica again.
-func (e Env) failBack(ctx context.Context, restartPrimary func(context.Context) error) error {
-	_, port, _ := net.SplitHostPort(e.StandbyLink)
-	err := errors.Join(restartPrimary(ctx), e.repoint(e.StockAddr), e.StandbyRedis.SlaveOf(ctx, "127.0.0.1", port).Err())
-	e.mark(e.StockNode + " back as the primary, " + e.Standby + " its standby")
+func (e Env) failBack(ctx context.Context, sb Standby, restartPrimary func(context.Context) error) error {
+	_, port, _ := net.SplitHostPort(sb.Link)
+	err := errors.Join(restartPrimary(ctx), e.repoint(e.StockAddr), sb.Redis.SlaveOf(ctx, "127.0.0.1", port).Err())
+	e.mark(e.StockNode + " back as the primary, " + sb.Name + " its standby")
 	if err != nil {
 		return notUndone(e.StockNode, LeftFailedOver, fmt.Errorf("fail back: %w", err))
 	}
-	return e.standbyInSync(ctx)
+	return e.standbyInSync(ctx, sb)
 }

@@ -70,14 +70,12 @@ func Local(c *cluster.Cluster, h api.Health, adminToken string) (Env, error) {
 		}
 		env.DBNode = s.DB.Name
 	}
-	if s.Standby != nil {
-		env.Standby, env.StandbyAddr = s.Standby.Name, s.Standby.Addr
-		for _, fp := range s.FaultProxies {
-			if fp.Name == cluster.FaultProxyName(s.Standby.Name, s.StockNode().Name) {
-				env.StandbyLink = fp.Listen
-			}
-		}
-		env.StandbyRedis = redisconn.New(s.Standby.Addr, s.RedisPassword)
+	for _, sb := range s.Standbys {
+		env.Standbys = append(env.Standbys, Standby{Name: sb.Name, Addr: sb.Addr, Link: s.StandbyLink(sb.Name),
+			Redis: redisconn.New(sb.Addr, s.RedisPassword)})
+	}
+	if len(s.Sentinels) > 0 {
+		env.Sentinels, env.SentinelMaster = s.SentinelAddrs(), cluster.SentinelMaster
 	}
 	return env, nil
 }

@@ -57,10 +57,29 @@ type Scenario struct {
 	// NeedsFaults says that it cuts or delays the network: it needs
 	// Env.Faults.
 	NeedsFaults bool `json:"needs_faults,omitempty"`
+	// NeedsSentinel says that it runs on a cluster whose stock node Redis
+	// Sentinel watches (SENTINEL=1), and only there: every other scenario
+	// runs where no Sentinel would fail the node over under it.
+	NeedsSentinel bool `json:"needs_sentinel,omitempty"`
 	// LocalOnly says why it runs on the local cluster only ("": it runs
 	// on Compose too, unless it needs the fault proxies).
 	LocalOnly string `json:"local_only,omitempty"`
 	run       runFunc
+}
+
+// Unfit says why s cannot run against e ("": it can): the fault proxies it
+// needs, or the Sentinel topology it needs or must not have. make scenarios
+// runs its matrix in two passes, without Sentinel and with it.
+func (s Scenario) Unfit(e Env) string {
+	switch {
+	case s.NeedsFaults && e.Faults == nil:
+		return "needs the fault proxies: a local cluster started with FAULTS=1 (make scenarios starts one)"
+	case s.NeedsSentinel && len(e.Sentinels) == 0:
+		return "needs Redis Sentinel watching the stock's node: a local cluster started with SENTINEL=1 FAULTS=1 (make scenarios' second pass)"
+	case !s.NeedsSentinel && len(e.Sentinels) > 0:
+		return "runs on a cluster without Sentinel (make scenarios' first pass): here Sentinel would fail the stock's node over under it"
+	}
+	return ""
 }
 
 // OnCompose reports whether s runs against the Compose stack, and if not,
@@ -126,6 +145,8 @@ var All = bind(catalogue, map[string]runFunc{
 	"failover+ack":           failover(true),
 	"failover-write":         failoverWrite(false),
 	"failover-write+ack":     failoverWrite(true),
+	"failover-sentinel":      failoverSentinel(false),
+	"failover-sentinel+ack":  failoverSentinel(true),
 	"redlock-restart":        redlockRestart(noFix),
 	"redlock-restart+delay":  redlockRestart(delayRestart),
 	"redlock-restart+fsync":  redlockRestart(fsyncAlways),

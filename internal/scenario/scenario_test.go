@@ -2,7 +2,10 @@ package scenario
 
 import (
 	"slices"
+	"strings"
 	"testing"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 
 	"github.com/locklab/locklab/internal/versions"
 )
@@ -88,6 +91,22 @@ func TestLessonsNameRealCells(t *testing.T) {
 			if !slices.Contains(versions.Names(), name) {
 				t.Errorf("%s: lesson runs %q, no such version", v.Name, name)
 			}
+		}
+	}
+}
+
+// make scenarios picks the pass a scenario runs in by its name (a name with
+// "sentinel" in it runs in the second pass, on the cluster Sentinel
+// watches): the catalogue's needs_sentinel must agree, and every scenario
+// fits exactly one of the two passes' clusters.
+func TestSentinelPassAgreesWithCatalogue(t *testing.T) {
+	plain, sentinel := Env{Faults: &toxiproxy.Client{}}, Env{Faults: &toxiproxy.Client{}, Sentinels: []string{"127.0.0.1:26380"}}
+	for _, s := range All {
+		if s.NeedsSentinel != strings.Contains(s.Name, "sentinel") {
+			t.Errorf("%s: needs_sentinel %v, but make scenarios picks its pass by the name", s.Name, s.NeedsSentinel)
+		}
+		if (s.Unfit(plain) == "") == (s.Unfit(sentinel) == "") {
+			t.Errorf("%s fits %q on the first pass's cluster and %q on the second's: want exactly one", s.Name, s.Unfit(plain), s.Unfit(sentinel))
 		}
 	}
 }
