@@ -65,7 +65,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	fs.StringVar(&o.lockList, "lock", "all", "versions to compare: one, a comma list, or all ("+strings.Join(versions.Names(), " ")+")")
 	fs.StringVar(&o.waitList, "wait", "", "how v3-v8 wait, per request (?wait=): poll, notify, handoff, a comma list or all (each such version runs once per wait); empty: as the replicas' -wait says")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per version instead of the table")
-	fs.StringVar(&o.out, "out", "", "also write a self-contained HTML report to this file")
+	fs.StringVar(&o.out, "out", "", "also write a self-contained HTML report to this file (-scenario on a cluster Redis Sentinel watches: NAME-sentinel.EXT beside it, make scenarios' second pass)")
 	fs.StringVar(&o.cfg.AdminToken, "admin-token", "", "bearer token for PUT /stock, GET /history, the fault hooks, and ?lock= on a stack published beyond loopback, when the service requires one; "+
 		"default: $"+tokenEnv+", or with -scenario or -nemesis on the local cluster, its own (in its state file). "+
 		"Prefer those: a flag's value is on the command line, which every user of the machine can read")
@@ -81,7 +81,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	fs.Uint64Var(&o.seed, "seed", 1, "with -nemesis: the schedule's seed (the same seed, lease and cluster: the same schedule)")
 	fs.BoolVar(&o.cfg.Fence, "fence", false, "fencing on for every sale (the fence=1 hook; needs -admin-token and replicas with -chaos)")
 	fs.BoolVar(&o.expectUnsafe, "expect-unsafe", false, "with -nemesis: exit 1 when it found no violation for a version")
-	fs.StringVar(&o.doc, "doc", "", "with -scenario: write the observed matrix into this Markdown file's generated section (scenarios-observed: docs/faults.md)")
+	fs.StringVar(&o.doc, "doc", "", "with -scenario: write the observed matrix into this Markdown file's generated section (scenarios-observed: docs/faults.md; scenarios-observed-sentinel on a cluster Redis Sentinel watches)")
 	fs.Func("note", "a line about the setup, shown in the report (repeatable)", func(s string) error {
 		o.notes = append(o.notes, s)
 		return nil

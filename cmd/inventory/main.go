@@ -122,7 +122,7 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	if zks != nil {
 		defer zks.Close()
 	}
-	deps := versions.Deps{Redis: rdb, Redlock: nodes, Etcd: ecli, DB: dbc, ZK: zks, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, Claim: cfg.Claim, ReplicaAck: cfg.ReplicaAck,
+	deps := versions.Deps{Redis: rdb, Sentinels: cfg.Sentinel, SentinelMaster: cfg.SentinelMaster, Redlock: nodes, Etcd: ecli, DB: dbc, ZK: zks, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, Claim: cfg.Claim, ReplicaAck: cfg.ReplicaAck,
 		RedlockRetry: cfg.RedlockRetry, Log: log, Observer: mx}
 	if slices.ContainsFunc(cfg.variants(), func(v versions.Variant) bool { return versions.Queued(v.Wait) }) {
 		n := retry.NewNotifier(ctx, rdb, cfg.LockKey, min(cfg.TTL, retry.Backstop), cfg.Claim, log)

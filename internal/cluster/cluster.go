@@ -118,6 +118,9 @@ type State struct {
 	// Faults, two with Sentinel. Sentinels watch the node (with Sentinel).
 	Standbys  []Proc `json:"standbys,omitempty"`
 	Sentinels []Proc `json:"sentinels,omitempty"`
+	// OldStandby is the one standby of a state file written before there
+	// could be two: Load moves it into Standbys, so that down stops it.
+	OldStandby *Proc `json:"standby,omitempty"`
 	// Lab is the lab (cmd/lab): nginx routes / and /lab/ to it.
 	Lab *Proc `json:"lab,omitempty"`
 	// RedisPassword is needed to watch the nodes, AdminToken to drive the
@@ -139,7 +142,9 @@ func (s State) Addrs() []string {
 }
 
 // procs lists every process in stop order: nginx, then the replicas (which
-// finish their sales), then the fault proxies, Redis and etcd.
+// finish their sales), then the sentinels (before the nodes they would fail
+// over), the fault proxies, the standbys, Redis, etcd, ZooKeeper and the
+// database.
 func (s *State) procs() []*Proc {
 	var lab, proxy, db []*Proc
 	if s.Lab != nil {
@@ -183,6 +188,9 @@ func Load(dir string) (*Cluster, error) {
 			c := &Cluster{dir: dir}
 			if err := json.Unmarshal(raw, &c.State); err != nil {
 				return nil, fmt.Errorf("cluster: %s: %w", stateFile(dir), err)
+			}
+			if sb := c.State.OldStandby; sb != nil {
+				c.State.Standbys, c.State.OldStandby = append(c.State.Standbys, *sb), nil
 			}
 			return c, nil
 		}

@@ -136,7 +136,7 @@ func TestPlanFaults(t *testing.T) {
 	if len(s.Standbys) != 1 || len(s.Sentinels) != 0 {
 		t.Fatalf("standbys %v, sentinels %v: want one standby (the failover scenario's) and no sentinel", s.Standbys, s.Sentinels)
 	}
-	if args := strings.Join(s.Standbys[0].Args, " "); !strings.Contains(args, "--replicaof 127.0.0.1 16084") || s.Standbys[0].Args[1] != redisAuthConf("/run/x") {
+	if args := strings.Join(s.Standbys[0].Args, " "); !strings.Contains(args, "--replicaof 127.0.0.1 16084") || s.Standbys[0].Args[1] != redisAuthConf("/run/x", 6384) {
 		t.Fatalf("standby: %s", args)
 	}
 	if !slices.Contains(s.Addrs(), "127.0.0.1:16203") || !slices.Contains(s.Addrs(), "127.0.0.1:12380") {

@@ -31,8 +31,8 @@ type FaultProxy struct {
 func FaultProxyName(replica, node string) string { return replica + ">" + node }
 
 // planFaults lays out the toxiproxy server and its proxies (the replicas'
-// addresses of the nodes become the proxies'), and the stock node's
-// standbys (planStandbys): each replicates through a proxy of its own.
+// addresses of the nodes become the proxies'); planStandbys adds the
+// standbys' own.
 func planFaults(dir string, s *State, replicas []string) {
 	s.Toxiproxy = &Proc{Name: "toxiproxy", Addr: "127.0.0.1:" + strconv.Itoa(faultAPIPort), Log: filepath.Join(dir, "toxiproxy.log"),
 		Args: []string{filepath.Join(dir, "bin", "toxiproxy"), "-host", "127.0.0.1", "-port", strconv.Itoa(faultAPIPort),

@@ -136,7 +136,7 @@ func TestRunDirFilesPrivate(t *testing.T) {
 	s := Plan(cfg)
 	c := &Cluster{dir: cfg.Dir, State: s}
 	var files []string
-	for _, f := range []string{s.Redis[0].Log, stateFile(cfg.Dir), redisAuthConf(cfg.Dir), clockFile(cfg.Dir, "redis-6381")} {
+	for _, f := range []string{s.Redis[0].Log, stateFile(cfg.Dir), redisAuthConf(cfg.Dir, 6381), clockFile(cfg.Dir, "redis-6381")} {
 		if err := os.WriteFile(f, []byte("from before\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -156,11 +156,11 @@ func TestRunDirFilesPrivate(t *testing.T) {
 		}
 	}
 	check("save", c.save())
-	check("writeSecrets", writeSecrets(cfg.Dir, "pw", "token"))
+	check("writeSecrets", writeSecrets(cfg.Dir, "pw", "token", []int{6381}))
 	check("writeFaultConfig", writeFaultConfig(cfg.Dir, nil))
 	check("writeOffset", writeOffset(clockFile(cfg.Dir, "redis-6381"), time.Second))
 	check("renderNginx", renderNginx(cfg, s))
-	files = append(files, stateFile(cfg.Dir), redisAuthConf(cfg.Dir), AdminTokenFile(cfg.Dir), faultConfig(cfg.Dir),
+	files = append(files, stateFile(cfg.Dir), redisAuthConf(cfg.Dir, 6381), AdminTokenFile(cfg.Dir), faultConfig(cfg.Dir),
 		clockFile(cfg.Dir, "redis-6381"), filepath.Join(nginxDir(cfg.Dir), "nginx.conf"))
 
 	if executable(s.Nginx.Args[0]) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -16,9 +17,14 @@ import (
 // environment (/proc/PID/environ is their owner's only), and the tools read
 // both from the private state file.
 
-// redisAuthConf is the configuration file every Redis node starts with when
-// the nodes have a password: requirepass, and masterauth for the standby.
-func redisAuthConf(dir string) string { return filepath.Join(dir, "redis-auth.conf") }
+// redisAuthConf is the configuration file the Redis node on port starts
+// with when the nodes have a password: requirepass, and masterauth for a
+// standby. Each node has its own: Sentinel's reconfiguration of a node ends
+// in CONFIG REWRITE, which writes the node's whole configuration (its port,
+// its replicaof) into the file it started with.
+func redisAuthConf(dir string, port int) string {
+	return filepath.Join(dir, "redis-auth-"+strconv.Itoa(port)+".conf")
+}
 
 // AdminTokenFile is where Up writes the replicas' admin token (the fault
 // hooks', PUT /stock's and GET /history's), for a person's curl: the tools
@@ -26,12 +32,14 @@ func redisAuthConf(dir string) string { return filepath.Join(dir, "redis-auth.co
 func AdminTokenFile(dir string) string { return filepath.Join(dir, "admin-token") }
 
 // writeSecrets writes the files the processes and a person read the secrets
-// from, each 0600.
-func writeSecrets(dir, redisPassword, adminToken string) error {
+// from, each 0600: a Redis node's for each of ports.
+func writeSecrets(dir, redisPassword, adminToken string, ports []int) error {
 	var errs []error
 	if redisPassword != "" {
 		quoted := redisQuote(redisPassword)
-		errs = append(errs, writePrivate(redisAuthConf(dir), []byte("requirepass "+quoted+"\nmasterauth "+quoted+"\n")))
+		for _, port := range ports {
+			errs = append(errs, writePrivate(redisAuthConf(dir, port), []byte("requirepass "+quoted+"\nmasterauth "+quoted+"\n")))
+		}
 	}
 	if adminToken != "" {
 		errs = append(errs, writePrivate(AdminTokenFile(dir), []byte(adminToken+"\n")))
@@ -40,10 +48,13 @@ func writeSecrets(dir, redisPassword, adminToken string) error {
 }
 
 // removeSecrets removes those files: they are needed only while the
-// cluster runs (a restart reads the Redis one again).
+// cluster runs (a restart reads the Redis one again). The nodes' files go
+// by their name's pattern (redis-auth-PORT.conf, and the one file all nodes
+// shared before), whatever nodes made them.
 func removeSecrets(dir string) error {
-	var errs []error
-	for _, f := range []string{redisAuthConf(dir), AdminTokenFile(dir)} {
+	files, err := filepath.Glob(filepath.Join(dir, "redis-auth-*.conf"))
+	errs := []error{err}
+	for _, f := range append(files, filepath.Join(dir, "redis-auth.conf"), AdminTokenFile(dir)) {
 		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}

@@ -33,7 +33,7 @@ func TestNoSecretOnCommandLine(t *testing.T) {
 	token := rand.Text()
 	dir := t.TempDir()
 	s := Plan(Config{Dir: dir, Faults: true, Sentinel: true, RedisPassword: password, AdminToken: token})
-	if err := writeSecrets(dir, password, token); err != nil {
+	if err := writeSecrets(dir, password, token, []int{6381, 6384}); err != nil {
 		t.Fatal(err)
 	}
 	secret := func(what string, s string) {

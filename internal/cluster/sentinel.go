@@ -29,9 +29,13 @@ const sentinelPortBase = 26380
 
 // SentinelDownAfter is how long a primary must fail to answer before a
 // sentinel takes it as down (down-after-milliseconds): short, so that a
-// failover is a matter of seconds on this machine; production runs take
-// 5-30 s, to ride out a pause.
-const SentinelDownAfter = time.Second
+// failover is a matter of seconds on this machine (production runs take
+// 5-30 s, to ride out a pause). Not 1 s: a promotion kills the promoted
+// node's client connections (CLIENT KILL TYPE normal), the other
+// sentinels' too, and a PING lost with them counted as unanswered until a
+// new one was; with 1 s, the sentinels sometimes took the node they had just
+// promoted for down and failed it over again (seen: about one cell in ten).
+const SentinelDownAfter = 3 * time.Second
 
 // sentinelFailoverTimeout is each sentinel's failover-timeout. Sentinel
 // re-points a replica that replicates from another address than the

@@ -158,7 +158,7 @@ func Plan(cfg Config) State {
 func redisArgs(bin string, port int, dir string, auth bool) []string {
 	args := []string{bin}
 	if auth {
-		args = append(args, redisAuthConf(dir))
+		args = append(args, redisAuthConf(dir, port))
 	}
 	// A full sync starts at once (Redis waits 5 s by default for more
 	// replicas to share it): a failover's failback syncs an empty node.
@@ -204,7 +204,11 @@ func serviceEnv(environ []string) []string {
 // once the ones it needs answer, then saves the state.
 func (c *Cluster) start(ctx context.Context, cfg Config) error {
 	say := func(format string, args ...any) { fmt.Fprintf(cfg.Log, "cluster: "+format+"\n", args...) }
-	if err := writeSecrets(c.dir, cfg.RedisPassword, cfg.AdminToken); err != nil {
+	var ports []int
+	for _, n := range c.redisNodes() {
+		ports = append(ports, portOf(n.Addr))
+	}
+	if err := writeSecrets(c.dir, cfg.RedisPassword, cfg.AdminToken, ports); err != nil {
 		return err
 	}
 	say("building the service")

@@ -173,6 +173,27 @@ func (s *Server) Stop() {
 	s.proc = nil
 }
 
+// Freeze stops the server with SIGSTOP (its port still accepts
+// connections, it answers nothing) or, with frozen false, resumes it. A
+// frozen server is resumed when the test ends.
+func (s *Server) Freeze(frozen bool) {
+	s.tb.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sig := syscall.SIGCONT
+	if frozen {
+		sig = syscall.SIGSTOP
+		proc := s.proc
+		s.tb.Cleanup(func() { _ = proc.Signal(syscall.SIGCONT) })
+	}
+	if s.proc == nil {
+		s.tb.Fatal("redistest: Freeze of a stopped server")
+	}
+	if err := s.proc.Signal(sig); err != nil {
+		s.tb.Fatal(err)
+	}
+}
+
 // Restart starts a stopped server again on the same port, empty.
 func (s *Server) Restart() {
 	s.tb.Helper()

@@ -376,6 +376,12 @@ func (e Env) lockKeys(lock string) []string {
 
 // waitUntil polls cond, an observable state, for at most limit.
 func (e Env) waitUntil(ctx context.Context, limit time.Duration, cond func() (bool, error)) error {
+	return waitEvery(ctx, limit, 2*time.Millisecond, cond)
+}
+
+// waitEvery is waitUntil asking cond every interval: what takes a
+// sentinel's view seconds to change is asked less often.
+func waitEvery(ctx context.Context, limit, interval time.Duration, cond func() (bool, error)) error {
 	deadline := time.Now().Add(limit)
 	for {
 		ok, err := cond()
@@ -391,7 +397,7 @@ func (e Env) waitUntil(ctx context.Context, limit time.Duration, cond func() (bo
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(2 * time.Millisecond): // polling the observable state
+		case <-time.After(interval): // polling the observable state
 		}
 	}
 }

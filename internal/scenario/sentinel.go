@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/redis/go-redis/v9"
 )
@@ -19,27 +21,34 @@ import (
 // sentinels' agreement and vote, the promotion.
 const promotionLimit = 20 * time.Second
 
+// sentinelPoll is how often the cell asks the sentinels: their view changes
+// in steps of their 1 s pings and INFOs.
+const sentinelPoll = 50 * time.Millisecond
+
 // failoverSentinel (seed 004's problem 4, with Sentinel deciding): the
 // lock's node has two asynchronous standbys and three sentinels watching it,
 // and the replicas reach it through the primary the sentinels name. Both
 // standbys' replication links stall (each replicates through its own fault
-// proxy, which drops every byte). Holder A, on replica 1, takes the lock
-// with a lease longer than any failover (the lease= hook) and stops itself
-// right before its write, holding it. The primary is killed; nothing else
-// is done by hand: the cell waits until the sentinels name a standby as the
-// primary, and every replica's client follows them there. Sale B, on
-// replica 2, finds no lock on the promoted standby and takes it while A
-// still holds its lease: two holders, v6's and v8's alike (v8's watchdog
-// is A's, stopped with it). With replica_ack=1 A's acquisition waits for a
-// standby's acknowledgement, does not get it within 500 ms and gives the
-// lock up (503): one holder only.
+// proxy, which drops every byte). Holder A, on replica 1, takes the lock and
+// stops itself right before its write, holding it (the pass runs with a
+// lease longer than a failover, 15 s, and the cell checks that B came within
+// A's lease, or says the failover outlasted it). The primary is killed;
+// nothing else is done by hand: the cell waits until the sentinels name a
+// standby as the primary, and every replica's client follows them there.
+// Sale B, on replica 2, finds no lock on the promoted standby and takes it
+// while A still holds its lease: two holders, v6's and v8's alike (v8's
+// watchdog is A's, stopped with it). With replica_ack=1 A's acquisition
+// waits for a standby's acknowledgement, does not get it within 500 ms and
+// gives the lock up (503) before it would have stopped: one holder only. The
+// cell checks that it was the acknowledgement that stopped A (a WAIT reached
+// the node, A never stopped), not something else that failed.
 //
 // Afterwards the old primary comes back, empty, is made a replica of the
 // promoted standby and caught up, and Sentinel is told to fail over to it
 // (SENTINEL FAILOVER, the operator's failback), the other standby kept out
-// of the choice by being frozen until the sentinels count it down. The next
-// cell puts both standbys behind their proxies again: Sentinel re-points
-// replicas at the primary's own address after a failover.
+// of the choice by being frozen until the sentinel counts it down; then both
+// standbys replicate through their proxies again (Sentinel points replicas
+// at the primary's own address in a failover).
 func failoverSentinel(ack bool) runFunc {
 	return func(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error) {
 		if len(e.Sentinels) == 0 || len(e.Standbys) < 2 || e.Faults == nil {
@@ -55,11 +64,13 @@ func failoverSentinel(ack bool) runFunc {
 			return "", "", notUndone(e.StockNode, LeftFailedOver, err)
 		}
 		var heals []func() error
-		defer func() {
+		healAll := func() (err error) { // each heal runs once, however often this is called
 			for _, h := range heals {
 				err = also(err, h())
 			}
-		}()
+			return err
+		}
+		defer func() { err = also(err, healAll()) }()
 		for _, sb := range e.Standbys {
 			if err := e.linkThroughProxy(ctx, sb); err != nil {
 				return "", "", err
@@ -70,29 +81,42 @@ func failoverSentinel(ack bool) runFunc {
 			}
 			heals = append(heals, heal)
 		}
-		var a <-chan reply
-		var ra reply
-		var aSent time.Time
+		hooks := "stop_before_write=1"
 		if ack {
-			// A's acquisition waits for a standby and gives up: its reply
-			// comes before the failover.
-			ra = <-e.sellAt(ctx, e.Replicas[0].URL, lock, "replica_ack=1")
-		} else {
-			aSent = time.Now()
-			a = e.sellAt(ctx, e.Replicas[0].URL, lock, "stop_before_write=1")
-			thaw := e.thaw(e.Replicas[0].Name) // it stops itself
-			defer func() { err = also(err, thaw()) }()
-			if werr := e.waitUntil(ctx, 10*time.Second, func() (bool, error) { return e.Procs.Stopped(e.Replicas[0].Name) }); werr != nil {
+			hooks = "replica_ack=1&" + hooks
+		}
+		waits, err := calls(ctx, e.Redis, "wait")
+		if err != nil {
+			return "", "", err
+		}
+		aSent := time.Now()
+		a := e.sellAt(ctx, e.Replicas[0].URL, lock, hooks)
+		thaw := e.thaw(e.Replicas[0].Name) // it stops itself
+		defer func() {
+			err = also(err, thaw())
+			if a != nil { // whatever failed, A answers before the cell ends
 				<-a
-				return "", "", fmt.Errorf("the first sale never stopped before its write, holding the lock: %w", werr)
 			}
+		}()
+		var ra reply
+		if werr := e.waitUntil(ctx, 10*time.Second, func() (bool, error) {
+			select {
+			case ra = <-a:
+				a = nil
+				return true, nil
+			default:
+				return e.Procs.Stopped(e.Replicas[0].Name)
+			}
+		}); werr != nil {
+			return "", "", fmt.Errorf("the first sale neither stopped before its write nor answered: %w", werr)
+		}
+		if a == nil { // A answered without stopping: it gave the lock up, or failed
+			if err := e.gaveUp(ctx, ack, ra, waits); err != nil {
+				return "", "", err
+			}
+			e.mark(e.Replicas[0].Name + " gave the lock up: no standby acknowledged it")
+		} else {
 			e.mark(e.Replicas[0].Name + " stopped before its write, holding the lock")
-			defer func() {
-				if a != nil { // whatever failed, A answers before the cell ends
-					err = also(err, thaw())
-					<-a
-				}
-			}()
 		}
 		restartPrimary, err := e.Procs.Kill(e.StockNode)
 		if err != nil {
@@ -100,9 +124,16 @@ func failoverSentinel(ack bool) runFunc {
 		}
 		killed := time.Now()
 		e.mark(e.StockNode + " (primary) killed")
-		defer func() { err = errors.Join(err, e.sentinelFailBack(ctx, sentinels, restartPrimary)) }()
+		defer func() {
+			// The failback gets its own time: the cell's deadline may be
+			// what ended it, and the cluster must be left as it was.
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+			defer cancel()
+			err = also(err, healAll()) // the standbys catch up through their proxies in the failback
+			err = errors.Join(err, e.sentinelFailBack(fctx, sentinels, restartPrimary))
+		}()
 		var promoted Standby
-		if werr := e.waitUntil(ctx, promotionLimit, func() (bool, error) {
+		if werr := waitEvery(ctx, promotionLimit, sentinelPoll, func() (bool, error) {
 			addr, err := sentinels[0].GetMasterAddrByName(ctx, e.SentinelMaster).Result()
 			if err != nil {
 				return false, nil // a sentinel busy failing over may not answer at once
@@ -116,6 +147,9 @@ func failoverSentinel(ack bool) runFunc {
 			return "", "", fmt.Errorf("Sentinel promoted no standby within %s of the primary's death: %w", promotionLimit, werr)
 		}
 		e.mark(fmt.Sprintf("Sentinel promoted %s (%s after the kill)", promoted.Name, time.Since(killed).Round(100*time.Millisecond)))
+		if err := healAll(); err != nil { // the links led to the dead primary: nothing more to keep from the standbys
+			return "", "", err
+		}
 		rb, tries, err := e.sellOnPromoted(ctx, lock)
 		if err != nil {
 			return "", "", err
@@ -125,7 +159,7 @@ func failoverSentinel(ack bool) runFunc {
 		}
 		if a != nil {
 			e.mark(e.Replicas[0].Name + " resumed")
-			if err := e.thaw(e.Replicas[0].Name)(); err != nil {
+			if err := thaw(); err != nil {
 				return "", "", err
 			}
 			ra, a = <-a, nil
@@ -143,15 +177,40 @@ func failoverSentinel(ack bool) runFunc {
 	}
 }
 
+// gaveUp checks that A, which answered ra without stopping before its
+// write, gave the lock up for want of an acknowledgement: it was asked for
+// one, answered 503, and a WAIT reached the stock's node (there were waits
+// before). Anything else is the cell's error, not an outcome.
+func (e Env) gaveUp(ctx context.Context, ack bool, ra reply, waits int64) error {
+	if ra.err != nil {
+		return ra.err
+	}
+	if !ack || ra.status != http.StatusServiceUnavailable {
+		return fmt.Errorf("the first sale answered %d %s without stopping before its write", ra.status, ra.code)
+	}
+	n, err := calls(ctx, e.Redis, "wait")
+	if err != nil {
+		return err
+	}
+	if n <= waits {
+		return fmt.Errorf("the first sale answered 503 %s, but no WAIT reached the stock's node: it did not give the lock up for want of an acknowledgement", ra.code)
+	}
+	return nil
+}
+
 // sellOnPromoted is sale B, on replica 2, once its client has found the
 // promoted primary: until then (a connection to the dead primary, the
 // sentinels' answer not yet changed) the sale fails with a clean 503
-// unavailable, and it is sent again, up to 20 times 250 ms apart. A sale
-// that failed so never held the lock.
+// unavailable, and it is sent again, up to 40 times 250 ms apart. A sale
+// that failed so never held the lock; one that never reached the promoted
+// standby is the cell's error.
 func (e Env) sellOnPromoted(ctx context.Context, lock string) (r reply, tries int, err error) {
 	for tries = 1; ; tries++ {
-		if r = <-e.sellAt(ctx, e.Replicas[1].URL, lock, ""); r.err != nil || r.code != "unavailable" || tries == 20 {
+		if r = <-e.sellAt(ctx, e.Replicas[1].URL, lock, ""); r.err != nil || r.code != api.CodeUnavailable {
 			return r, tries, r.err
+		}
+		if tries == 40 {
+			return r, tries, fmt.Errorf("sale B found no primary in %d tries, 250 ms apart: its replica's client never followed the sentinels", tries)
 		}
 		select {
 		case <-ctx.Done():
@@ -172,11 +231,13 @@ func (e Env) sentinelClients() []*redis.SentinelClient {
 
 // primaryIs waits until every sentinel names addr as the primary, with no
 // failover in progress (a sentinel names the promoted replica while it still
-// reconfigures the others, and starts no new failover until it is done).
+// reconfigures the others, and starts no new failover until it is done) and
+// the same configuration epoch: all have heard of the latest failover, and
+// none will act on an older view.
 func (e Env) primaryIs(ctx context.Context, sentinels []*redis.SentinelClient, addr string) error {
-	var named []string
-	err := e.waitUntil(ctx, promotionLimit, func() (bool, error) {
-		named = named[:0]
+	var named, epochs []string
+	err := waitEvery(ctx, promotionLimit, sentinelPoll, func() (bool, error) {
+		named, epochs = named[:0], epochs[:0]
 		for _, s := range sentinels {
 			a, err := s.GetMasterAddrByName(ctx, e.SentinelMaster).Result()
 			if err != nil {
@@ -186,6 +247,10 @@ func (e Env) primaryIs(ctx context.Context, sentinels []*redis.SentinelClient, a
 			if err != nil || strings.Contains(m["flags"], "failover") {
 				return false, nil
 			}
+			if len(epochs) > 0 && m["config-epoch"] != epochs[0] {
+				return false, nil // one has not heard of the latest failover yet
+			}
+			epochs = append(epochs, m["config-epoch"])
 			named = append(named, net.JoinHostPort(a[0], a[1]))
 		}
 		return !slices.ContainsFunc(named, func(n string) bool { return n != addr }), nil
@@ -231,28 +296,41 @@ func (e Env) sentinelFailBack(ctx context.Context, sentinels []*redis.SentinelCl
 	}
 	primary := net.JoinHostPort(a[0], a[1])
 	if primary == e.StockAddr {
-		return nil // it never failed over
+		// It never failed over (the cell ended first, or Sentinel did not
+		// get there): a sentinel whose failover was tried and aborted
+		// starts none again for twice its failover-timeout, unless reset.
+		if err := e.resetSentinels(ctx, sentinels); err != nil {
+			return fail(err)
+		}
+		return nil
 	}
 	i := slices.IndexFunc(e.Standbys, func(sb Standby) bool { return sb.Addr == primary })
 	if i < 0 {
 		return fail(fmt.Errorf("the sentinels name %s, which is no standby", primary))
 	}
 	promoted, other := e.Standbys[i], e.Standbys[1-i]
-	if err := e.Redis.SlaveOf(ctx, a[0], a[1]).Err(); err != nil {
-		return fail(err)
+	if err := e.waitUntil(ctx, 5*time.Second, func() (bool, error) { // its pooled connections died with it
+		return e.Redis.SlaveOf(ctx, a[0], a[1]).Err() == nil, nil
+	}); err != nil {
+		return fail(fmt.Errorf("REPLICAOF %s on %s: %w", primary, e.StockNode, err))
 	}
 	// Caught up: it has everything the promoted standby had when it
 	// became its replica (the sentinels' own messages keep moving the
 	// offset after that). A full sync: the node came back empty.
-	info, err := promoted.Redis.Info(ctx, "replication").Result()
-	if err != nil {
+	var had int64
+	if err := e.waitUntil(ctx, 5*time.Second, func() (bool, error) {
+		// Sentinel's promotion closed the clients' connections
+		// (CLIENT KILL): a pooled one may answer a reset once.
+		info, err := promoted.Redis.Info(ctx, "replication").Result()
+		had, _ = strconv.ParseInt(infoField(info, "master_repl_offset"), 10, 64)
+		return err == nil, nil
+	}); err != nil {
 		return fail(err)
 	}
-	had, _ := strconv.ParseInt(infoField(info, "master_repl_offset"), 10, 64)
 	if err := e.waitUntil(ctx, 30*time.Second, func() (bool, error) {
 		s, err := e.Redis.Info(ctx, "replication").Result()
 		if err != nil {
-			return false, err
+			return false, nil // as above
 		}
 		got, _ := strconv.ParseInt(infoField(s, "slave_repl_offset"), 10, 64)
 		return infoField(s, "master_link_status") == "up" && got >= had, nil
@@ -260,11 +338,15 @@ func (e Env) sentinelFailBack(ctx context.Context, sentinels []*redis.SentinelCl
 		return fail(fmt.Errorf("%s never caught up with %s: %w", e.StockNode, promoted.Name, err))
 	}
 	e.mark(e.StockNode + " back, a replica of " + promoted.Name)
+	if err := e.primaryIs(ctx, sentinels, promoted.Addr); err != nil { // the failover to it over, everywhere
+		return fail(err)
+	}
 	if err := e.Procs.Freeze(other.Name, true); err != nil {
 		return fail(err)
 	}
 	thaw := e.thaw(other.Name)
-	err = e.waitUntil(ctx, promotionLimit, func() (bool, error) {
+	var view string // the sentinel's last view, for the error
+	err = waitEvery(ctx, promotionLimit, sentinelPoll, func() (bool, error) {
 		master, err := sentinels[0].Master(ctx, e.SentinelMaster).Result()
 		if err != nil {
 			return false, err
@@ -286,8 +368,12 @@ func (e Env) sentinelFailBack(ctx context.Context, sentinels []*redis.SentinelCl
 				ready = !strings.Contains(r["flags"], "down") && !strings.Contains(r["flags"], "disconnected") && r["master-link-status"] == "ok"
 			}
 		}
+		view = fmt.Sprintf("primary's flags %q, replicas %v", master["flags"], replicas)
 		return down && ready, nil
 	})
+	if err != nil {
+		err = fmt.Errorf("waiting for %s counted down and %s ready as a replica (%s): %w", other.Name, e.StockNode, view, err)
+	}
 	if err == nil {
 		err = sentinels[0].Failover(ctx, e.SentinelMaster).Err()
 	}
@@ -299,5 +385,35 @@ func (e Env) sentinelFailBack(ctx context.Context, sentinels []*redis.SentinelCl
 		return fail(err)
 	}
 	e.mark("Sentinel failed back to " + e.StockNode)
+	for _, sb := range e.Standbys { // the one promoted is still a primary until Sentinel demotes it
+		if err := e.linkThroughProxy(ctx, sb); err != nil {
+			return fail(err)
+		}
+	}
+	return nil
+}
+
+// resetSentinels forgets each sentinel's view of the stock's node (SENTINEL
+// RESET: replicas, other sentinels, any aborted failover's delay) and waits
+// until each has found the standbys and the other sentinels again.
+func (e Env) resetSentinels(ctx context.Context, sentinels []*redis.SentinelClient) error {
+	for _, s := range sentinels {
+		if err := s.Reset(ctx, e.SentinelMaster).Err(); err != nil {
+			return err
+		}
+	}
+	err := waitEvery(ctx, promotionLimit, sentinelPoll, func() (bool, error) {
+		for _, s := range sentinels {
+			replicas, err1 := s.Replicas(ctx, e.SentinelMaster).Result()
+			peers, err2 := s.Sentinels(ctx, e.SentinelMaster).Result()
+			if err1 != nil || err2 != nil || len(replicas) != len(e.Standbys) || len(peers) != len(sentinels)-1 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("after SENTINEL RESET, the sentinels did not find the standbys and each other again: %w", err)
+	}
 	return nil
 }

@@ -124,8 +124,13 @@ func Lookup(name string) (Version, bool) {
 // Deps are what the versions are built from. Zero fields take the service's
 // defaults.
 type Deps struct {
-	Redis   *redis.Client           // the single-node locks' Redis (and the stock's)
-	Redlock []redis.UniversalClient // the independent Redlock nodes
+	Redis *redis.Client // the single-node locks' Redis (and the stock's)
+	// Sentinels and SentinelMaster, when set, are the Redis Sentinels that
+	// name Redis's node (Redis is then their failover client): the locks
+	// with a client of their own (rueidislock) ask them too.
+	Sentinels      []string
+	SentinelMaster string
+	Redlock        []redis.UniversalClient // the independent Redlock nodes
 	// Etcd is the etcd lock's cluster; nil: the etcd version answers every
 	// sale with an error (unavailable), as a node that is down would.
 	Etcd *clientv3.Client
@@ -303,7 +308,8 @@ func (d Deps) zk(key string, fence bool) sale.Locker {
 // own client (made at its first sale), on majority of 2*majority-1 keys.
 func (d Deps) rueidislock(key string, ttl time.Duration, majority int32) sale.Locker {
 	o := d.Redis.Options()
-	return librueidislock.New(o.Addr, librueidislock.Options{Key: key, TTL: ttl, Majority: majority, Password: o.Password})
+	return librueidislock.New(o.Addr, librueidislock.Options{Key: key, TTL: ttl, Majority: majority, Password: o.Password,
+		Sentinels: d.Sentinels, Master: d.SentinelMaster})
 }
 
 // counted counts one attempt per acquisition of a lock that waits by itself.

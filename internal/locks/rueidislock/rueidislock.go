@@ -31,6 +31,12 @@ type Options struct {
 	TTL      time.Duration // the keys' validity (KeyValidity), renewed every half of it; default 20 s
 	Majority int32         // KeyMajority: at least this many of 2*Majority-1 keys; default 2 (the library's)
 	Password string        // the node's password, if any
+	// Sentinels, when set, are Redis Sentinels (host:port) that name the
+	// node as the primary of Master: the library's client asks them, and
+	// follows a failover (its sentinel client; the sentinels take the
+	// node's password too, as the service's do).
+	Sentinels []string
+	Master    string
 }
 
 // KeyPrefix is the prefix of the lock's keys (the library's default).
@@ -52,13 +58,20 @@ func Keys(key string, majority int32) []string {
 // Its client (the library's: RESP3, client-side caching) is made at the
 // first acquisition, and again after one that failed to connect: a node
 // down at start is an error of each sale until it answers, as for every
-// other version, not a replica that cannot start.
+// other version, not a replica that cannot start. The client is made in the
+// background, once for all the sales that want it meanwhile, each of which
+// waits only as long as its own context lets it: the library's dial against
+// a frozen node blocks for seconds, and sales queued behind one another's
+// dial (a mutex held across it) each took that long, one after another.
 type Locker struct {
 	addr string
 	opts Options
 
-	mu sync.Mutex
-	l  rueidislock.Locker
+	mu      sync.Mutex
+	l       rueidislock.Locker
+	dialing chan struct{} // closed when the dial in flight ends; nil: none
+	dialErr error         // the last dial's error
+	closed  bool
 }
 
 // New returns a Locker of the node at addr.
@@ -72,27 +85,68 @@ func New(addr string, opts Options) *Locker {
 	return &Locker{addr: addr, opts: opts}
 }
 
-// locker is the library's Locker, made when there is none yet.
-func (l *Locker) locker() (rueidislock.Locker, error) {
+// locker is the library's Locker, once made: it starts the dial when none
+// is in flight and waits for it until ctx ends.
+func (l *Locker) locker(ctx context.Context) (rueidislock.Locker, error) {
+	l.mu.Lock()
+	if l.l != nil || l.closed {
+		defer l.mu.Unlock()
+		if l.closed {
+			return nil, fmt.Errorf("rueidislock: %s: %w", l.opts.Key, rueidislock.ErrLockerClosed)
+		}
+		return l.l, nil
+	}
+	done := l.dialing
+	if done == nil {
+		done = make(chan struct{})
+		l.dialing = done
+		go l.dial(done)
+	}
+	l.mu.Unlock()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("lock not obtained (rueidislock %s, connecting to %s): %w", l.opts.Key, l.addr, context.Cause(ctx))
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.l == nil {
-		lk, err := rueidislock.NewLocker(rueidislock.LockerOption{
-			ClientOption: rueidis.ClientOption{InitAddress: []string{l.addr}, Password: l.opts.Password},
-			KeyPrefix:    KeyPrefix, KeyValidity: l.opts.TTL, KeyMajority: l.opts.Majority,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("rueidislock: client of %s: %w", l.addr, err)
-		}
-		l.l = lk
+		return nil, l.dialErr
 	}
 	return l.l, nil
 }
 
-// Close closes the library's client, if one was made.
+// dial makes the library's Locker and keeps it, unless Close came first.
+func (l *Locker) dial(done chan struct{}) {
+	co := rueidis.ClientOption{InitAddress: []string{l.addr}, Password: l.opts.Password}
+	if len(l.opts.Sentinels) > 0 {
+		// TopologyRefreshInterval: rueidis follows +switch-master only, and
+		// one missed leaves it on a demoted primary (its own advice).
+		co.InitAddress, co.Sentinel = l.opts.Sentinels, rueidis.SentinelOption{MasterSet: l.opts.Master, Password: l.opts.Password,
+			TopologyRefreshInterval: 5 * time.Second}
+	}
+	lk, err := rueidislock.NewLocker(rueidislock.LockerOption{ClientOption: co, KeyPrefix: KeyPrefix, KeyValidity: l.opts.TTL,
+		KeyMajority: l.opts.Majority})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	defer close(done)
+	l.dialing = nil
+	switch {
+	case err != nil:
+		l.dialErr = fmt.Errorf("rueidislock: client of %s: %w", l.addr, err)
+	case l.closed:
+		lk.Close()
+	default:
+		l.l = lk
+	}
+}
+
+// Close closes the library's client, if one was made (and one still being
+// made, once it is).
 func (l *Locker) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.closed = true
 	if l.l != nil {
 		l.l.Close()
 		l.l = nil
@@ -105,7 +159,7 @@ func (l *Locker) Close() {
 // nothing is held yet: the lock outlives the acquisition's deadline, as every
 // other version's does. The lease's Lost is the library's context.
 func (l *Locker) Acquire(ctx context.Context, _ string) (lease.Lease, error) {
-	lk, err := l.locker()
+	lk, err := l.locker(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +188,7 @@ func (l *Locker) Acquire(ctx context.Context, _ string) (lease.Lease, error) {
 	release := func(context.Context) error {
 		defer stop()
 		lost := lctx.Err() != nil
-		cancel() // the library deletes the keys it holds, in the background
+		cancel() // the library deletes the keys it holds before it returns
 		if lost {
 			return fmt.Errorf("rueidislock: release %s: %w", l.opts.Key, lease.ErrNotHeld)
 		}

@@ -111,3 +111,78 @@ func TestRueidislockNodeDownAtFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A frozen node at the first acquisition: the library's dial blocks (the
+// port accepts, nothing answers), and each sale that wants the client
+// meanwhile waits for the one dial only as long as its own context lets it,
+// not behind the others' waits; once the node answers, the dial in flight
+// gives every later sale the client.
+func TestRueidislockFrozenAtFirst(t *testing.T) {
+	s := redistest.Start(t)
+	l := locker(t, s.Addr, rueidislock.Options{Key: "lock"})
+	s.Freeze(true)
+	errs := make(chan error, 3)
+	salesDeadline := errors.New("the sale's own deadline")
+	for range 3 {
+		go func() {
+			ctx, cancel := context.WithTimeoutCause(context.Background(), 300*time.Millisecond, salesDeadline)
+			defer cancel()
+			_, err := l.Acquire(ctx, "owner")
+			errs <- err
+		}()
+	}
+	for range 3 {
+		if err := <-errs; !errors.Is(err, salesDeadline) {
+			t.Errorf("with the node frozen: %v; want the sale's own deadline", err)
+		}
+	}
+	s.Freeze(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	held, err := l.Acquire(ctx, "owner")
+	if err != nil {
+		t.Fatalf("with the node answering again: %v", err)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// With Sentinel the library's client asks the sentinels for the node and
+// follows a failover: the lock is taken on the primary, and after the
+// primary's crash and a replica's promotion, on the promoted replica.
+func TestRueidislockFollowsSentinel(t *testing.T) {
+	const master = "locklab"
+	primary := redistest.Start(t)
+	replica := redistest.StartReplica(t, primary)
+	sentinels := redistest.StartSentinels(t, primary, master, 1)
+	l := locker(t, "", rueidislock.Options{Key: "lock", Majority: 1, Sentinels: sentinels, Master: master})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	holdOn := func(node *redistest.Server) {
+		t.Helper()
+		held, err := l.Acquire(ctx, "owner")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := node.Client().Exists(ctx, rueidislock.Keys("lock", 1)...).Result(); err != nil || n != 1 {
+			t.Fatalf("the lock held, but %s has %d of its keys (%v)", node.Addr, n, err)
+		}
+		if err := held.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	holdOn(primary)
+	primary.Stop() // a crash: SIGKILL
+	redistest.WaitPromoted(t, sentinels[0], master, replica)
+	locktest.WaitFor(t, 30*time.Second, "the lock taken on the promoted replica", func() bool {
+		actx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		held, err := l.Acquire(actx, "owner")
+		if err == nil {
+			_ = held.Release(ctx)
+		}
+		return err == nil
+	})
+	holdOn(replica)
+}
