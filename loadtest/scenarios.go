@@ -77,6 +77,7 @@ func runScenarios(ctx context.Context, o options, stdout, stderr io.Writer) int 
 		for why, names := range unfit {
 			fmt.Fprintf(stderr, "loadtest: %s cannot run on this cluster: it %s\n", strings.Join(names, ", "), why)
 		}
+		clear(unfit) // said: not again as skipped
 		return 1
 	}
 	printRows(stdout, o.json, cells, "scenario\tlock\texpected\tobserved\t\tdetail", func(c scenario.Cell) string {
