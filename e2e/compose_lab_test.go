@@ -36,6 +36,9 @@ func TestComposeLab(t *testing.T) {
 	}
 	waitFor(t, ctx, "the nemesis offered only where there is a cluster to fault", `document.querySelector("#nemesis").disabled`)
 	screenshot(t, ctx, "compose-lab-1-start")
+	// Another site's page cannot sell or start a run through nginx or its
+	// /replica/NAME/ routes (Compose publishes nothing else).
+	otherSitesChangeNothing(t, stackUnderAttack{base: strings.TrimSuffix(url, "/")})
 	v2ThenV6(t, ctx, "compose-lab")
 	if p := problems(); len(p) > 0 {
 		t.Errorf("the page logged errors:\n%s", strings.Join(p, "\n"))

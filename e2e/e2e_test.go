@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -174,6 +175,15 @@ func TestLocalCluster(t *testing.T) {
 		}
 	}
 	t.Logf("listening: %v", sockets)
+
+	// Another site's page, in the browser of a learner who runs make up,
+	// cannot sell, set the stock or start a run: not through nginx, not on
+	// a replica's or the lab's own port, not with ?lock=none.
+	var replicas []string
+	for _, r := range c.State.Replicas {
+		replicas = append(replicas, r.Addr)
+	}
+	otherSitesChangeNothing(t, stackUnderAttack{base: fmt.Sprintf("http://localhost:%d", port), replicas: replicas, lab: c.State.Lab.Addr})
 	if out, err := run(t, bin, port, dir, "up"); err != nil || !strings.Contains(out, "already up") {
 		t.Fatalf("second up: err %v, output:\n%s", err, out)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/cli"
 	"github.com/locklab/locklab/internal/locks/handoff"
+	"github.com/locklab/locklab/internal/origin"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/locklab/locklab/internal/server"
 	"github.com/locklab/locklab/internal/versions"
@@ -60,6 +61,10 @@ type config struct {
 	Chaos          bool
 	Pprof          string
 	History        int
+	// Hosts are the Host names the replica answers to beside localhost, IP
+	// addresses, -name and host, its machine's name.
+	Hosts []string
+	host  string
 }
 
 // envPrefix prefixes the environment variable of every flag: -acquire-timeout
@@ -74,7 +79,7 @@ func envName(flagName string) string {
 // usage errors (exit status 2); the usage text has already gone to stderr.
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	host, _ := os.Hostname()
-	cfg := config{}
+	cfg := config{host: host}
 	cfg.Redlock, _ = redisconn.ParseList(api.DefaultRedlock)
 	cfg.Etcd, _ = redisconn.ParseList(api.DefaultEtcd)
 	fs := cli.FlagSet("inventory", "Usage: inventory [flags]\n\nSells one unit of stock per POST /sale under the chosen lock version.\n"+
@@ -130,6 +135,11 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.IntVar(&cfg.History, "history", 5000, "sales each replica remembers for GET /history (admin), the checker's raw material; 0: none")
 	fs.StringVar(&cfg.Probe, "probe", "", "GET this URL, exit 0 on a 200 and 1 otherwise, and do nothing else (a container healthcheck with no curl)")
 	fs.BoolVar(&cfg.ProbeStay, "probe-stay", false, "with -probe: after a 200, stay up, idle, until stopped (a Compose service that up -d --wait finds running)")
+	fs.Func("hosts", "comma-separated Host names the replica answers to beside localhost, IP addresses, -name and the machine's name (Compose: nginx, whose name the load test's container sends): any other Host is refused, 421 (DNS rebinding)", func(s string) error {
+		names, err := origin.ParseNames(s)
+		cfg.Hosts = names
+		return err
+	})
 	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 
 	// Environment first, so the command line overrides it.

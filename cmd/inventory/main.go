@@ -26,6 +26,7 @@ import (
 	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/locklab/locklab/internal/locks/zk"
 	"github.com/locklab/locklab/internal/metrics"
+	"github.com/locklab/locklab/internal/origin"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/locklab/locklab/internal/server"
@@ -232,7 +233,7 @@ func handler(cfg config, deps versions.Deps, rdb *redis.Client, mx *metrics.Metr
 	return server.New(server.Config{
 		Seller: svc, Versions: versions.BuildAll(deps, cfg.variants()), Default: versions.Variant{Wait: cfg.Wait, Fence: cfg.Fence},
 		Names: versions.Names(), Lock: cfg.Lock, LockKey: cfg.LockKey, Override: cfg.LockOverride,
-		OverrideAdmin: !cfg.loopback(), Replica: cfg.Name,
+		OverrideAdmin: !cfg.loopback(), Replica: cfg.Name, Hosts: origin.NewHosts(append(cfg.Hosts, cfg.Name, cfg.host)...),
 		AdminToken: cfg.AdminToken, Chaos: cfg.Chaos, Settings: cfg.settings(), Ready: ready, Log: log,
 		Recorder: mx, Metrics: mx.Handler(), History: hist, MaxInFlight: cfg.MaxInFlight,
 	})

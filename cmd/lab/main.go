@@ -21,6 +21,7 @@ import (
 	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/lab"
 	"github.com/locklab/locklab/internal/loadtest"
+	"github.com/locklab/locklab/internal/origin"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/locklab/locklab/internal/scenario"
 )
@@ -56,9 +57,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	if *probe != "" {
 		return cli.Probe(ctx, *probe, stderr)
 	}
+	hostNames, err := origin.ParseNames(*hosts)
+	if err != nil {
+		return usage(stderr, "-hosts: %v", err)
+	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil)).With("process", "lab")
 	cfg := lab.Config{SaleURL: *saleURL, AdminToken: getenv(adminTokenEnv), Token: getenv(tokenEnv),
-		Hosts: split(*hosts), Log: log}
+		Hosts: hostNames, Log: log}
 	if *adminFile != "" {
 		raw, err := os.ReadFile(*adminFile)
 		if err != nil {

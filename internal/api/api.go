@@ -86,6 +86,11 @@ const (
 	CodeChaosDisabled    = "chaos_disabled"
 	CodeNotFound         = "not_found"
 	CodeNotAllowed       = "method_not_allowed"
+	// CodeUnknownHost and CodeCrossOrigin refuse what another web site
+	// could send through a visitor's browser (internal/origin): a Host the
+	// server does not serve (DNS rebinding), a change from another site.
+	CodeUnknownHost = "unknown_host"
+	CodeCrossOrigin = "cross_origin"
 	// CodeNotSent is nginx's (deploy/nginx.conf), never the service's: no
 	// byte of the request reached any replica, so nothing was sold.
 	CodeNotSent = "not_sent"
@@ -116,6 +121,8 @@ var statuses = map[string]int{
 	CodeChaosDisabled:    http.StatusBadRequest,
 	CodeNotFound:         http.StatusNotFound,
 	CodeNotAllowed:       http.StatusMethodNotAllowed,
+	CodeUnknownHost:      http.StatusMisdirectedRequest,
+	CodeCrossOrigin:      http.StatusForbidden,
 }
 
 // Status is code's HTTP status (500 for a code not in the table).

@@ -2,7 +2,9 @@ package lab
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -11,28 +13,59 @@ import (
 // hub sends every event to every page that listens. A page that cannot keep
 // up (its buffer full) is dropped, never waited for: its browser reconnects
 // and starts again from a snapshot, and the run never slows down for it.
+//
+// Each stream costs a snapshot of the running run (up to MaxRequests holds)
+// when it opens and a buffer while it lasts, so there are at most
+// MaxStreams at once, MaxStreamsPerClient of them from one client.
 type hub struct {
-	mu   sync.Mutex
-	subs map[chan []byte]bool
+	mu      sync.Mutex
+	subs    map[chan []byte]string // the client of each
+	clients map[string]int
 }
 
-func newHub() *hub { return &hub{subs: map[chan []byte]bool{}} }
+// The caps on the live streams: a page opens one; a few tabs, or a
+// reconnect before the old stream is seen closed, fit under the per-client
+// one.
+const (
+	MaxStreams          = 64
+	MaxStreamsPerClient = 8
+)
 
-func (h *hub) subscribe() chan []byte {
-	ch := make(chan []byte, 64)
+// errTooManyStreams is a subscription over a cap.
+var errTooManyStreams = errors.New("too many live streams")
+
+func newHub() *hub { return &hub{subs: map[chan []byte]string{}, clients: map[string]int{}} }
+
+// subscribe opens a stream for client, or says it is over a cap.
+func (h *hub) subscribe(client string) (chan []byte, error) {
 	h.mu.Lock()
-	h.subs[ch] = true
-	h.mu.Unlock()
-	return ch
+	defer h.mu.Unlock()
+	if len(h.subs) >= MaxStreams || h.clients[client] >= MaxStreamsPerClient {
+		return nil, errTooManyStreams
+	}
+	ch := make(chan []byte, 64)
+	h.subs[ch] = client
+	h.clients[client]++
+	return ch, nil
 }
 
 func (h *hub) unsubscribe(ch chan []byte) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.subs[ch] {
-		delete(h.subs, ch)
-		close(ch)
+	h.drop(ch)
+}
+
+// drop ends ch's subscription, if it still runs; h.mu is held.
+func (h *hub) drop(ch chan []byte) {
+	client, ok := h.subs[ch]
+	if !ok {
+		return
 	}
+	delete(h.subs, ch)
+	if h.clients[client]--; h.clients[client] == 0 {
+		delete(h.clients, client)
+	}
+	close(ch)
 }
 
 // close ends every subscription.
@@ -40,8 +73,7 @@ func (h *hub) close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for ch := range h.subs {
-		delete(h.subs, ch)
-		close(ch)
+		h.drop(ch)
 	}
 }
 
@@ -52,10 +84,23 @@ func (h *hub) send(msg []byte) {
 		select {
 		case ch <- msg:
 		default: // too slow: dropped; it reconnects
-			delete(h.subs, ch)
-			close(ch)
+			h.drop(ch)
 		}
 	}
+}
+
+// client names a stream's client for its cap: the address nginx says it
+// proxied for (X-Real-IP), or else the connection's. A client that sends its
+// own X-Real-IP straight to the lab escapes its own cap, not MaxStreams.
+func client(r *http.Request) string {
+	if ip := r.Header.Get("X-Real-IP"); ip != "" {
+		return ip
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // publish sends an event of kind with v as its JSON data.
@@ -77,7 +122,13 @@ func (l *Lab) events(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "no_stream", "this connection cannot stream")
 		return
 	}
-	ch := l.hub.subscribe()
+	ch, err := l.hub.subscribe(client(r))
+	if err != nil {
+		w.Header().Set("Retry-After", "5")
+		writeError(w, http.StatusTooManyRequests, "too_many_streams",
+			fmt.Sprintf("too many live streams: the lab sends at most %d at once, %d to one client; close another tab of the lab", MaxStreams, MaxStreamsPerClient))
+		return
+	}
 	defer l.hub.unsubscribe(ch)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")

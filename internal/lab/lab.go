@@ -21,17 +21,15 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
-	"github.com/locklab/locklab/internal/loadtest"
 	"github.com/locklab/locklab/internal/locks"
+	"github.com/locklab/locklab/internal/origin"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/locklab/locklab/internal/scenario"
 	"github.com/locklab/locklab/internal/versions"
@@ -126,7 +124,7 @@ const (
 // Lab serves the page and its API. Safe for concurrent use.
 type Lab struct {
 	cfg   Config
-	hosts map[string]bool
+	hosts origin.Hosts
 	http  *http.Client
 	hub   *hub
 	stack *stack
@@ -151,10 +149,7 @@ func New(cfg Config) *Lab {
 	if cfg.Tick <= 0 {
 		cfg.Tick = 200 * time.Millisecond
 	}
-	l := &Lab{cfg: cfg, hosts: map[string]bool{}, http: &http.Client{Timeout: 10 * time.Second}, hub: newHub()}
-	for _, h := range cfg.Hosts {
-		l.hosts[strings.Trim(strings.ToLower(h), "[]")] = true
-	}
+	l := &Lab{cfg: cfg, hosts: origin.NewHosts(cfg.Hosts...), http: &http.Client{Timeout: 10 * time.Second}, hub: newHub()}
 	l.found = newReplicaFinder(cfg, &http.Client{Timeout: healthTimeout})
 	l.stack = newStack(cfg, l.hub, l.http, l.found.find)
 	return l
@@ -224,49 +219,20 @@ func (l *Lab) Handler() http.Handler {
 	return l.guard(mux)
 }
 
-// guard refuses what the lab must not answer: a Host it does not know (421:
-// DNS rebinding), a state-changing request from another site (403), or
-// without the token when one is set (401).
+// guard refuses what the lab must not answer: a Host it does not serve
+// (421: DNS rebinding) or a state-changing request from another site (403),
+// both by origin.Guard as the replicas do; and without the token when one is
+// set (401).
 func (l *Lab) guard(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := r.Host
-		if h, _, err := net.SplitHostPort(host); err == nil {
-			host = h
-		}
-		host = strings.Trim(strings.ToLower(host), "[]")
-		if !l.hosts[host] && host != "localhost" && !strings.HasSuffix(host, ".localhost") && net.ParseIP(host) == nil {
-			writeError(w, http.StatusMisdirectedRequest, "unknown_host",
-				fmt.Sprintf("the lab does not answer to the host %q (add it with -hosts)", r.Host))
+	token := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !origin.Safe(r.Method) && l.cfg.Token != "" &&
+			subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+l.cfg.Token)) != 1 {
+			writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the lab listens beyond loopback: starting or stopping a run needs its token (Authorization: Bearer ...)")
 			return
-		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			if !sameOrigin(r) {
-				writeError(w, http.StatusForbidden, "cross_origin", "a request that changes something must come from the lab's own page")
-				return
-			}
-			if l.cfg.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+l.cfg.Token)) != 1 {
-				writeError(w, http.StatusUnauthorized, api.CodeUnauthorized, "the lab listens beyond loopback: starting or stopping a run needs its token (Authorization: Bearer ...)")
-				return
-			}
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// sameOrigin reports whether a state-changing request came from the lab's
-// own page: no Origin (not a browser's cross-site request: curl, the tests)
-// or an Origin whose host is the request's Host; and no browser saying it
-// came from another site.
-func sameOrigin(r *http.Request) bool {
-	if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
-		return false
-	}
-	origin := r.Header.Get("Origin")
-	if origin == "" {
-		return true
-	}
-	u, err := url.Parse(origin)
-	return err == nil && u.Host == r.Host
+	return origin.Guard(l.hosts, "the lab")(token)
 }
 
 func (l *Lab) page(w http.ResponseWriter, r *http.Request) {
@@ -346,11 +312,18 @@ func (l *Lab) report(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such run")
 		return
 	}
-	results, cfg := run.reportInput()
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := loadtest.WriteHTML(w, loadtest.NewReport(cfg, results, []string{"A run of the lab (" + run.ID + ")."})); err != nil {
+	html, err := run.reportHTML()
+	switch {
+	case err != nil:
 		l.cfg.Log.Warn("writing a report", "run", run.ID, "err", err)
+		writeError(w, http.StatusInternalServerError, "report_failed", "the report could not be written: "+err.Error())
+		return
+	case html == nil:
+		writeError(w, http.StatusConflict, "running", "the run is still going: its report is written when it ends")
+		return
 	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(html)
 }
 
 // decode reads a JSON body of at most maxBody bytes into v, refusing

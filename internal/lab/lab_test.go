@@ -2,8 +2,11 @@ package lab_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -63,17 +66,20 @@ func do(t *testing.T, method, url, body string, header map[string]string) (int, 
 func TestSettingsAreValidated(t *testing.T) {
 	u := start(t, lab.Config{})
 	for body, want := range map[string]string{
-		`{"locks":[],"requests":10,"concurrency":1,"stock":5}`:                    "at least one version",
-		`{"locks":["v9"],"requests":10,"concurrency":1,"stock":5}`:                `version "v9"`,
-		`{"locks":["v6","v6"],"requests":10,"concurrency":1,"stock":5}`:           "twice",
-		`{"locks":["v6"],"requests":0,"concurrency":1,"stock":5}`:                 "requests 0",
-		`{"locks":["v6","v2"],"requests":5000,"concurrency":1,"stock":5}`:         "at most 8000",
-		`{"locks":["v6"],"requests":10,"concurrency":0,"stock":5}`:                "concurrency 0",
-		`{"locks":["v6"],"requests":10,"concurrency":257,"stock":5}`:              "concurrency 257",
-		`{"locks":["v6"],"requests":10,"concurrency":1,"stock":-1}`:               "stock -1",
-		`{"locks":["v6"],"requests":10,"concurrency":1,"stock":5,"wait":"spin"}`:  `wait "spin"`,
-		`{"locks":["v6"],"requests":10,"concurrency":1,"stock":5,"colour":"red"}`: "unknown field",
-		`{"locks":["v6"],"requests":10,"concurrency":1,"stock":5} {}`:             "more after",
+		`{"locks":[],"requests":10,"concurrency":1,"stock":5}`:            "at least one version",
+		`{"locks":["v9"],"requests":10,"concurrency":1,"stock":5}`:        `version "v9"`,
+		`{"locks":["v6","v6"],"requests":10,"concurrency":1,"stock":5}`:   "twice",
+		`{"locks":["v6"],"requests":0,"concurrency":1,"stock":5}`:         "requests 0",
+		`{"locks":["v6","v2"],"requests":5000,"concurrency":1,"stock":5}`: "at most 8000",
+		`{"locks":["v6","v2"],"requests":4001,"concurrency":1,"stock":5}`: "at most 8000",
+		// 2^62 sales for each of two versions: their product wraps to 0.
+		`{"locks":["v6","v2"],"requests":4611686018427387904,"concurrency":1,"stock":5}`: "at most 8000",
+		`{"locks":["v6"],"requests":10,"concurrency":0,"stock":5}`:                       "concurrency 0",
+		`{"locks":["v6"],"requests":10,"concurrency":257,"stock":5}`:                     "concurrency 257",
+		`{"locks":["v6"],"requests":10,"concurrency":1,"stock":-1}`:                      "stock -1",
+		`{"locks":["v6"],"requests":10,"concurrency":1,"stock":5,"wait":"spin"}`:         `wait "spin"`,
+		`{"locks":["v6"],"requests":10,"concurrency":1,"stock":5,"colour":"red"}`:        "unknown field",
+		`{"locks":["v6"],"requests":10,"concurrency":1,"stock":5} {}`:                    "more after",
 		`not json`: "not the expected JSON",
 		`{"locks":["v6"],"requests":10,"concurrency":1,"stock":5,"nemesis":true,"seconds":2}`:            "the nemesis for 2 s",
 		`{"locks":["v6"],"requests":10,"concurrency":1,"stock":5,"nemesis":true,"seconds":121}`:          "want 5-120 s",
@@ -138,6 +144,12 @@ func TestOneRunAtATime(t *testing.T) {
 	status, second := do(t, http.MethodPost, u+"/lab/api/runs", `{"locks":["v6"],"requests":10,"concurrency":1,"stock":5}`, nil)
 	if status != http.StatusConflict || second["running"] != id || !strings.Contains(second["error"].(string), id) {
 		t.Fatalf("a second start while %s runs: %d %v, want 409 naming it", id, status, second)
+	}
+	// Its report is written once, when it ends: asked for while it still
+	// runs (it does if it runs after the reply), a 409.
+	status, rep := do(t, http.MethodGet, u+"/lab/api/runs/"+id+"/report", "", nil)
+	if _, run := do(t, http.MethodGet, u+"/lab/api/runs/"+id, "", nil); run["status"] == "running" && (status != http.StatusConflict || rep["code"] != "running") {
+		t.Fatalf("the report of a running run: %d %v, want 409 running", status, rep)
 	}
 	if status, reply := do(t, http.MethodDelete, u+"/lab/api/runs/current", "", nil); status != http.StatusAccepted {
 		t.Fatalf("stop: %d %v", status, reply)
@@ -258,11 +270,71 @@ func TestRunIsFollowedAndJudged(t *testing.T) {
 	if holds, _ := run["holds"].([]any); run["status"] != "done" || len(holds) != 300 {
 		t.Fatalf("run: status %v, %d holds, want done and v6's 300", run["status"], len(holds))
 	}
-	res, err := http.Get(u + "/lab/api/runs/" + id + "/report")
-	if err != nil || res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
-		t.Fatalf("report: %v %v", res, err)
+	var first []byte
+	for range 2 { // written once: the second GET answers the same bytes
+		res, err := http.Get(u + "/lab/api/runs/" + id + "/report")
+		if err != nil || res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+			t.Fatalf("report: %v %v", res, err)
+		}
+		b, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if err != nil || len(b) == 0 || first != nil && !bytes.Equal(first, b) {
+			t.Fatalf("report: %d bytes (%v), the first GET's %d", len(b), err, len(first))
+		}
+		first = b
 	}
-	res.Body.Close()
+}
+
+// The live stream is capped per client and in all (each one opens with a
+// snapshot of the running run): one more is a JSON 429, and a stream closed
+// makes room again.
+func TestLiveStreamsAreCapped(t *testing.T) {
+	u := start(t, lab.Config{})
+	open := func(client string) (*http.Response, context.CancelFunc) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u+"/lab/api/events", nil)
+		req.Header.Set("X-Real-IP", client)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { res.Body.Close() })
+		return res, cancel
+	}
+	refused := func(res *http.Response) bool {
+		var reply struct{ Error, Code string }
+		return res.StatusCode == http.StatusTooManyRequests && json.NewDecoder(res.Body).Decode(&reply) == nil && reply.Code == "too_many_streams"
+	}
+	var cancels []context.CancelFunc
+	for i := range lab.MaxStreamsPerClient {
+		res, cancel := open("192.0.2.1")
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("stream %d of one client: %d", i+1, res.StatusCode)
+		}
+		cancels = append(cancels, cancel)
+	}
+	if res, _ := open("192.0.2.1"); !refused(res) {
+		t.Fatalf("one stream over the client's cap: %d, want 429 too_many_streams", res.StatusCode)
+	}
+	if res, _ := open("192.0.2.2"); res.StatusCode != http.StatusOK {
+		t.Fatalf("another client: %d, want 200", res.StatusCode)
+	}
+	cancels[0]() // closed: room again once the lab sees it gone
+	locktest.WaitFor(t, 10*time.Second, "a closed stream to make room", func() bool {
+		res, _ := open("192.0.2.1")
+		return res.StatusCode == http.StatusOK
+	})
+	for i := 0; ; i++ { // the total: clients of their own until one is refused
+		res, _ := open(fmt.Sprintf("198.51.100.%d", i))
+		if res.StatusCode != http.StatusOK {
+			if !refused(res) || i+lab.MaxStreamsPerClient+1 != lab.MaxStreams {
+				t.Fatalf("stream %d in all: %d, want 429 at %d in all", i+lab.MaxStreamsPerClient+2, res.StatusCode, lab.MaxStreams+1)
+			}
+			break
+		}
+	}
 }
 
 // The stack's health: a Redis node that answers is up, a closed port down,

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -48,7 +49,9 @@ func (s Settings) validate() error {
 		return errors.New("choose at least one version")
 	case s.Wait != "" && !slices.Contains(versions.Waits, s.Wait):
 		return fmt.Errorf("wait %q: want one of %s", s.Wait, strings.Join(versions.Waits, ", "))
-	case s.Requests < 1 || s.Requests*len(s.Locks) > MaxRequests:
+	// Divided, not multiplied: Requests*len(Locks) wraps for a Requests
+	// near 2^63 and would let a run of ~4.6e18 sales through.
+	case s.Requests < 1 || s.Requests > MaxRequests/len(s.Locks):
 		return fmt.Errorf("requests %d for %d version(s): want 1 or more, and at most %d in all", s.Requests, len(s.Locks), MaxRequests)
 	case s.Concurrency < 1 || s.Concurrency > MaxConcurrency:
 		return fmt.Errorf("concurrency %d: want 1-%d", s.Concurrency, MaxConcurrency)
@@ -56,7 +59,7 @@ func (s Settings) validate() error {
 		return fmt.Errorf("stock %d: want 0-%d", s.Stock, MaxStock)
 	case s.Nemesis && (s.Seconds < minNemesis || s.Seconds > maxNemesis):
 		return fmt.Errorf("the nemesis for %d s: want %d-%d s", s.Seconds, minNemesis, maxNemesis)
-	case s.Nemesis && scenario.NemesisRate*s.Seconds*len(s.Locks) > MaxRequests:
+	case s.Nemesis && s.Seconds > MaxRequests/(scenario.NemesisRate*len(s.Locks)):
 		return fmt.Errorf("the nemesis for %d s on %d version(s) sends %d requests: at most %d in all", s.Seconds, len(s.Locks), scenario.NemesisRate*s.Seconds*len(s.Locks), MaxRequests)
 	}
 	for i, lock := range s.Locks {
@@ -134,6 +137,7 @@ type run struct {
 	holds   []Hold
 	cfg     loadtest.Config
 	faults  []scenario.Fault // the nemesis's schedule, when it runs
+	report  []byte           // the ended run's HTML report, written once
 }
 
 // summary is a run's line in the table of runs.
@@ -171,10 +175,21 @@ func (r *run) snapshot() evidence {
 	return evidence{summary: s, Holds: slices.Clone(r.holds)}
 }
 
-func (r *run) reportInput() ([]loadtest.Result, loadtest.Config) {
+// reportHTML is the run's HTML report, written at its first request once
+// the run has ended and kept: the report's overlap pass is quadratic in the
+// holds, too much to do again at every GET. Nil while the run goes.
+func (r *run) reportHTML() ([]byte, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.Clone(r.results), r.cfg
+	if r.status == "running" || r.report != nil {
+		return r.report, nil
+	}
+	var b bytes.Buffer
+	if err := loadtest.WriteHTML(&b, loadtest.NewReport(r.cfg, r.results, []string{"A run of the lab (" + r.ID + ")."})); err != nil {
+		return nil, err
+	}
+	r.report = b.Bytes()
+	return r.report, nil
 }
 
 // start begins a run (202 with its summary), or says why not: 409 while

@@ -12,7 +12,6 @@ type Endpoint struct {
 // Endpoints are the service's routes. Every reply is JSON and carries
 // X-Request-Id.
 var Endpoints = []Endpoint{
-	{"GET /sale", "anyone (nginx's internal route for the load test's GET)", "as `POST /sale`"},
 	{"POST /sale", "anyone; `?lock=` and `?wait=` with `-lock-override`, beyond loopback only with the admin token (401); the fault hooks with the admin token and `-chaos`",
 		"200 `{\"sold\":true,\"remaining\":99,\"lock\":\"v6\",\"replica\":\"inventory-1\"}` (with a `warning` when the lease expired before release: the unit was sold); " +
 			"409 `sold_out`; 412 `fenced` (fencing refused a stale write: nothing sold); 400 for a bad or disallowed `?lock=` or `?wait=`; " +

@@ -26,6 +26,7 @@ import (
 	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/lease"
+	"github.com/locklab/locklab/internal/origin"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/locklab/locklab/internal/versions"
 )
@@ -56,7 +57,11 @@ type Config struct {
 	// ?lock=none would let anyone oversell.
 	OverrideAdmin bool
 	Replica       string
-	AdminToken    string // empty: admin endpoints open
+	// Hosts are the names the replica answers to beside localhost and IP
+	// addresses (its own host name, nginx's hop on Compose, a public name):
+	// any other Host is refused, 421 (origin.Guard: DNS rebinding).
+	Hosts      origin.Hosts
+	AdminToken string // empty: admin endpoints open
 	// Chaos enables the per-request fault hooks on /sale (hold,
 	// release_pause, nested, fence), for the admin token only.
 	Chaos    bool
@@ -160,8 +165,9 @@ func New(cfg Config) http.Handler {
 	h := &handlers{cfg}
 	sales, others := limit(cfg.MaxInFlight, "sales"), limit(cfg.MaxOthersInFlight, "requests other than sales")
 	r := chi.NewRouter()
-	r.Use(requestID, middleware.Recoverer)
-	r.With(sales).Get("/sale", h.sale)
+	// The sale is POST only: a GET is what another site's image tag sends,
+	// and origin.Guard lets every GET through.
+	r.Use(requestID, origin.Guard(cfg.Hosts, "the replica"), middleware.Recoverer)
 	r.With(sales).Post("/sale", h.sale)
 	r.With(others).Get("/stock", h.stock)
 	r.With(others, h.admin).Put("/stock", h.setStock)

@@ -18,6 +18,7 @@ import (
 	"github.com/locklab/locklab/internal/history"
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
 	zklock "github.com/locklab/locklab/internal/locks/zk"
+	"github.com/locklab/locklab/internal/origin"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/locklab/locklab/internal/server"
@@ -88,7 +89,7 @@ func newStack(t testing.TB, o options) *stack {
 	}
 	svc := sale.New(s.nodes[0].Client(), sale.Options{Key: api.DefaultStockKey, AcquireTimeout: o.acquireTimeout})
 	h := server.New(server.Config{Seller: svc, Versions: all, Default: variants[0], Names: versions.Names(), Lock: o.lock, LockKey: api.DefaultLockKey,
-		Override: o.override, OverrideAdmin: o.overrideAdmin, Replica: "test-1", AdminToken: o.token, Chaos: o.chaos, Log: log,
+		Override: o.override, OverrideAdmin: o.overrideAdmin, Replica: "test-1", Hosts: origin.NewHosts("test-1"), AdminToken: o.token, Chaos: o.chaos, Log: log,
 		Settings: map[string]string{"lock": o.lock, "work": "1ms"},
 		Ready:    o.ready, History: history.NewRing(100),
 		MaxInFlight: o.maxInFlight, MaxOthersInFlight: o.maxOthers})
@@ -310,6 +311,69 @@ func TestUnknownRoutes(t *testing.T) {
 	s.expect(t, r, 200, map[string]any{"status": "ok", "replica": "test-1", "stock_key": api.DefaultStockKey, "lock_key": api.DefaultLockKey})
 	if got, _ := r.body["settings"].(map[string]any); got["lock"] != "v6" || got["work"] != "1ms" {
 		t.Fatalf("/healthz settings = %v, want lock v6, work 1ms", r.body["settings"])
+	}
+}
+
+// Another site cannot sell or set the stock through a visitor's browser: the
+// sale is POST only (an image tag's GET sells nothing), a change from another
+// site is 403, a rebound Host 421 on every route, even with ?lock=none on
+// loopback; curl's requests, with neither header, still sell.
+func TestOtherSitesChangeNothing(t *testing.T) {
+	s := newStack(t, options{override: true})
+	s.rdb.Set(context.Background(), api.DefaultStockKey, 100, 0)
+	send := func(method, path, host string, header ...string) int {
+		t.Helper()
+		req, err := http.NewRequest(method, s.url+path, strings.NewReader(`{"stock":5}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if host != "" {
+			req.Host = host
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		var body api.Error
+		if err := json.NewDecoder(res.Body).Decode(&body); err != nil || (res.StatusCode >= 400 && body.Code == "") {
+			t.Errorf("%s %s (Host %q): %d without a JSON error: %v", method, path, host, res.StatusCode, err)
+		}
+		return res.StatusCode
+	}
+	for _, c := range []struct {
+		name, method, path, host string
+		header                   []string
+		want                     int
+	}{
+		{"an image tag", "GET", "/sale", "", nil, 405},
+		{"an image tag, no lock", "GET", "/sale?lock=none", "", []string{"Sec-Fetch-Site", "cross-site"}, 405},
+		{"a no-cors fetch", "POST", "/sale?lock=none", "", []string{"Sec-Fetch-Site", "cross-site", "Origin", "http://127.0.0.2:9000"}, 403},
+		{"a form", "POST", "/sale", "", []string{"Sec-Fetch-Site", "cross-site", "Origin", "null"}, 403},
+		{"another port of this site", "POST", "/sale", "", []string{"Sec-Fetch-Site", "same-site", "Origin", "http://localhost:8000"}, 403},
+		{"an old browser", "PUT", "/stock", "", []string{"Origin", "http://evil.example"}, 403},
+		{"a rebound name", "PUT", "/stock", "rebind.example", nil, 421},
+		{"a rebound name, a sale", "POST", "/sale?lock=none", "rebind.example:8080", nil, 421},
+		{"a rebound name, reading", "GET", "/stock", "rebind.example", nil, 421},
+	} {
+		if got := send(c.method, c.path, c.host, c.header...); got != c.want {
+			t.Errorf("%s: %s %s: %d, want %d", c.name, c.method, c.path, got, c.want)
+		}
+	}
+	if got := s.stock(t); got != "100" {
+		t.Fatalf("stock %s after other sites' requests, want 100 (unchanged)", got)
+	}
+	if got := send("POST", "/sale", "", "Origin", s.url, "Sec-Fetch-Site", "same-origin"); got != 200 {
+		t.Errorf("the stack's own page: %d, want 200", got)
+	}
+	if got := send("POST", "/sale", "test-1"); got != 200 { // the replica's own name; curl: no Origin, no Sec-Fetch-*
+		t.Errorf("curl to the replica's name: %d, want 200", got)
+	}
+	if got := s.stock(t); got != "98" {
+		t.Fatalf("stock %s after two sales, want 98", got)
 	}
 }
 
