@@ -65,11 +65,17 @@ type Locker struct {
 // start), every call bounded (connect 2 s, each read and write 5 s) unless
 // dsn says otherwise, and idle connections kept for the pollers, who each
 // make a statement every few milliseconds.
+//
+// One setting of dsn is overridden: clientFoundRows. With it, MariaDB counts
+// a row found as affected, so an acquisition that finds the lock held (a
+// duplicate row left unchanged) reads as an insert, and a second holder is
+// handed the unfenced lock with no error.
 func Open(dsn string) (*sql.DB, error) {
 	c, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, err
 	}
+	c.ClientFoundRows = false
 	c.Timeout = cmp.Or(c.Timeout, 2*time.Second)
 	c.ReadTimeout = cmp.Or(c.ReadTimeout, 5*time.Second)
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, 5*time.Second)
@@ -83,16 +89,22 @@ func Open(dsn string) (*sql.DB, error) {
 	return db, nil
 }
 
-// New returns a Locker on db. The table is made by Setup, or by the first
-// attempt that finds it missing.
+// New returns a Locker on db, opened by Open (or with clientFoundRows off:
+// see Open). The table is made by Setup, or by the first attempt that finds
+// it missing.
 func New(db *sql.DB, opts Options) *Locker {
+	return &Locker{db: db, opts: opts.withDefaults()}
+}
+
+// withDefaults is opts with every zero field set to its default.
+func (opts Options) withDefaults() Options {
 	if opts.Key == "" {
 		opts.Key = "lock"
 	}
 	if opts.TTL <= 0 {
 		opts.TTL = 20 * time.Second
 	}
-	return &Locker{db: db, opts: opts}
+	return opts
 }
 
 // Setup makes the lock table when it is missing.
@@ -158,16 +170,27 @@ func noTable(err error) bool {
 	return errors.As(err, &me) && me.Number == 1146
 }
 
-// release gives the lock back if owner still holds it.
+// release gives the lock back if owner still holds it, or answers
+// lease.ErrNotHeld: another holds it, or owner's hold has expired (whether
+// or not another took it over since, the lease was lost while its holder
+// still counted on it).
 func (l *Locker) release(ctx context.Context, owner string) error {
-	res, err := l.db.ExecContext(ctx, releaseSQL, l.opts.Key, owner)
+	return releaseRow(ctx, l.db, "db", releaseSQL, l.opts.Key, owner)
+}
+
+// releaseRow runs stmt, an owner-checked release of key's lock named by
+// version in errors: one row changed is a release, none lease.ErrNotHeld.
+// A count of rows that could not be read is an error, not "not held": it
+// says nothing about who holds the lock.
+func releaseRow(ctx context.Context, db Execer, version, stmt, key, owner string) error {
+	res, err := db.ExecContext(ctx, stmt, key, owner)
 	if err != nil {
-		return fmt.Errorf("db: release %s: %w", l.opts.Key, err)
+		return fmt.Errorf("%s: release %s: %w", version, key, err)
 	}
 	rows, err := res.RowsAffected()
 	switch {
 	case err != nil:
-		return fmt.Errorf("db: release %s: %w", l.opts.Key, err)
+		return fmt.Errorf("%s: release %s: %w", version, key, err)
 	case rows == 0:
 		return lease.ErrNotHeld
 	}

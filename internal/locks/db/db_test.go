@@ -2,10 +2,13 @@ package db_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/locklab/locklab/internal/dbtest"
 	"github.com/locklab/locklab/internal/lease"
@@ -155,3 +158,151 @@ func TestSeedDeadHolderKeepsTheLock(t *testing.T) {
 		t.Fatalf("with the database down: %v, want an error that is not lease.ErrTaken", err)
 	}
 }
+
+// open is db.Open on s's database, its DSN changed by set, closed when the
+// test ends.
+func open(t *testing.T, s *dbtest.Server, set func(*mysql.Config)) *sql.DB {
+	t.Helper()
+	c, err := mysql.ParseDSN(s.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	set(c)
+	pool, err := db.Open(c.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Close() })
+	return pool
+}
+
+// A DSN that asks for clientFoundRows does not get it from Open: with it,
+// MariaDB counts the held row that an attempt leaves as it was as affected,
+// the attempt reads that as its insert, and the unfenced lock has two
+// holders, with no error.
+func TestOpenForcesClientFoundRowsOff(t *testing.T) {
+	s := dbtest.Start(t)
+	ctx := context.Background()
+	l := db.New(open(t, s, func(c *mysql.Config) { c.ClientFoundRows = true }), db.Options{Key: "lock", TTL: 20 * time.Second})
+	first, err := l.TryAcquire(ctx, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.TryAcquire(ctx, "second"); !errors.Is(err, lease.ErrTaken) {
+		t.Fatalf("a second taker while the first holds: %v, want lease.ErrTaken (two holders)", err)
+	}
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Holds are compared on one clock, UTC, whatever each session's time zone:
+// a hold taken by a session five hours behind UTC is not expired to one five
+// hours ahead, and a hold taken ahead expires on time for a session behind
+// (NOW(6), the session's local time, gave away the first at once and kept
+// the second ten hours; a daylight-saving change moves NOW(6) the same way,
+// by an hour, for every session at once).
+func TestHoldsCompareOnUTC(t *testing.T) {
+	s := dbtest.Start(t)
+	ctx := context.Background()
+	zone := func(tz string) *sql.DB {
+		pool := open(t, s, func(c *mysql.Config) { c.Params = map[string]string{"time_zone": "'" + tz + "'"} })
+		var got string
+		if err := pool.QueryRowContext(ctx, "SELECT @@session.time_zone").Scan(&got); err != nil || got != tz {
+			t.Fatalf("the session's time zone: %q, %v; want %q", got, err, tz)
+		}
+		return pool
+	}
+	west, east := zone("-05:00"), zone("+05:00")
+	long := db.Options{Key: "lock", TTL: 20 * time.Second}
+	held, err := db.New(west, long).TryAcquire(ctx, "west")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.New(east, long).TryAcquire(ctx, "east"); !errors.Is(err, lease.ErrTaken) {
+		t.Fatalf("a hold of 20 s taken in -05:00, tried from +05:00: %v, want lease.ErrTaken (two holders)", err)
+	}
+	if ok, err := db.Held(ctx, east, "lock"); err != nil || !ok {
+		t.Fatalf("Held from +05:00: %v, %v; want held", ok, err)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	short := db.Options{Key: "lock", TTL: 300 * time.Millisecond}
+	if _, err := db.New(east, short).TryAcquire(ctx, "east"); err != nil {
+		t.Fatal(err)
+	}
+	locktest.WaitFor(t, 5*time.Second, "the hold taken in +05:00 expired, seen from -05:00", func() bool {
+		ok, err := db.Held(ctx, west, "lock")
+		return err == nil && !ok
+	})
+	if _, err := db.New(west, short).TryAcquire(ctx, "west"); err != nil {
+		t.Fatalf("the expired hold, taken over from -05:00: %v", err)
+	}
+}
+
+// A release whose hold expired is a lease lost, told as such, even when
+// nobody has taken the row over yet: the holder counted on a lock that
+// anyone could have taken. The row is free to the next taker, with the next
+// token.
+func TestReleaseAfterExpiryIsLeaseLost(t *testing.T) {
+	s := dbtest.Start(t)
+	ctx := context.Background()
+	pool := s.DB()
+	l := db.New(pool, db.Options{Key: "lock", TTL: 200 * time.Millisecond, Fence: true})
+	slow, err := l.TryAcquire(ctx, "slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	locktest.WaitFor(t, 5*time.Second, "the hold expired", func() bool {
+		ok, err := db.Held(ctx, pool, "lock")
+		return err == nil && !ok
+	})
+	if err := slow.Release(ctx); !errors.Is(err, lease.ErrNotHeld) {
+		t.Fatalf("the release of an expired hold: %v, want lease.ErrNotHeld (the lease was lost)", err)
+	}
+	next, err := l.TryAcquire(ctx, "next")
+	if err != nil {
+		t.Fatalf("after the late release: %v, want the lock", err)
+	}
+	if next.Token() != slow.Token()+1 {
+		t.Errorf("the next token %d after %d, want the next", next.Token(), slow.Token())
+	}
+	if err := next.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The seed's release whose count of deleted rows cannot be read fails with
+// that error: it is not "not held", which would say the lease had expired.
+func TestSeedReleaseRowsUnreadIsAnError(t *testing.T) {
+	s := dbtest.Start(t)
+	ctx := context.Background()
+	l := db.NewSeed(rowsUnread{s.DB()}, db.Options{Key: "lock", TTL: 20 * time.Second})
+	held, err := l.TryAcquire(ctx, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := held.Release(ctx); !errors.Is(err, errRowsUnread) || errors.Is(err, lease.ErrNotHeld) {
+		t.Fatalf("release: %v, want the count's error, not lease.ErrNotHeld", err)
+	}
+}
+
+var errRowsUnread = errors.New("rows affected: unread")
+
+// rowsUnread is a real database whose results cannot say how many rows
+// changed.
+type rowsUnread struct{ *sql.DB }
+
+func (d rowsUnread) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	res, err := d.DB.ExecContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return unreadResult{res}, nil
+}
+
+type unreadResult struct{ sql.Result }
+
+func (unreadResult) RowsAffected() (int64, error) { return 0, errRowsUnread }

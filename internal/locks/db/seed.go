@@ -31,13 +31,19 @@ var seedReleaseSQL string
 // error is returned (the sale answers 503, never waits on a database that
 // is down). No fencing token: the seed's row has none.
 type Seed struct {
-	db   *sql.DB
+	db   Execer
 	opts Options
 }
 
+// Execer is the part of a *sql.DB the seed's lock uses: a test wraps it to
+// make the database's answers fail.
+type Execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
 // NewSeed returns the seed's lock on db (Options.Fence is ignored).
-func NewSeed(db *sql.DB, opts Options) *Seed {
-	return &Seed{db: db, opts: New(db, opts).opts}
+func NewSeed(db Execer, opts Options) *Seed {
+	return &Seed{db: db, opts: opts.withDefaults()}
 }
 
 // TryAcquire inserts the lock's row for owner, or answers lease.ErrTaken
@@ -66,12 +72,5 @@ func (s *Seed) TryAcquire(ctx context.Context, owner string) (lease.Lease, error
 
 // release deletes the row if owner holds it.
 func (s *Seed) release(ctx context.Context, owner string) error {
-	res, err := s.db.ExecContext(ctx, seedReleaseSQL, s.opts.Key, owner)
-	if err != nil {
-		return fmt.Errorf("db-seed: release %s: %w", s.opts.Key, err)
-	}
-	if rows, err := res.RowsAffected(); err != nil || rows == 0 {
-		return errors.Join(lease.ErrNotHeld, err)
-	}
-	return nil
+	return releaseRow(ctx, s.db, "db-seed", seedReleaseSQL, s.opts.Key, owner)
 }

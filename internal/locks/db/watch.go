@@ -13,7 +13,7 @@ import (
 // Held reports whether key's lock is held in the lock table: a holder
 // whose hold has not expired.
 func Held(ctx context.Context, db *sql.DB, key string) (bool, error) {
-	return count(ctx, db, "SELECT COUNT(*) FROM locklab_locks WHERE name = ? AND owner <> '' AND expires_at >= NOW(6)", key)
+	return count(ctx, db, "SELECT COUNT(*) FROM locklab_locks WHERE name = ? AND owner <> '' AND expires_at >= UTC_TIMESTAMP(6)", key)
 }
 
 // Clear frees key's lock in the lock table, its token kept.

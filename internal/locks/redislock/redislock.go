@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/bsm/redislock"
@@ -61,9 +62,9 @@ func (l *Locker) Acquire(ctx context.Context, owner string) (lease.Lease, error)
 		RetryStrategy: redislock.LinearBackoff(l.opts.Retry), Metadata: owner})
 	switch {
 	case err == nil:
-	case ctx.Err() != nil:
+	case notObtained(err) && ctx.Err() != nil: // taken until the caller's deadline, or it went away
 		return nil, fmt.Errorf("lock not obtained (redislock %s): %w", l.opts.Key, context.Cause(ctx))
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redislock.ErrNotObtained):
+	case notObtained(err):
 		// Given no deadline, the library waits one TTL at most, then gives up.
 		return nil, fmt.Errorf("lock not obtained (redislock %s): %w", l.opts.Key, err)
 	default: // a Redis error: the node is down or refuses
@@ -77,4 +78,19 @@ func (l *Locker) Acquire(ctx context.Context, owner string) (lease.Lease, error)
 		return err
 	}
 	return lease.New(release, 0, nil), nil
+}
+
+// notObtained reports whether Obtain's error says that the lock stayed
+// taken: its retries ran out (ErrNotObtained), or its wait ended with its
+// context (it returns the context's error). Anything else is Redis failing,
+// even when it comes after the context ended: the library runs each attempt
+// on the caller's context, and a node that does not answer fails it at the
+// client's read timeout, which may be past the acquire deadline. That is an
+// outage (503 unavailable), not a lock that others held until the deadline.
+// A network error that wraps the context's (a dial cut by the deadline) is
+// the network's.
+func notObtained(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, redislock.ErrNotObtained) ||
+		(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) && !errors.As(err, &netErr)
 }

@@ -3,13 +3,18 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/redislock"
 	"github.com/locklab/locklab/internal/locktest"
+	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/locklab/locklab/internal/redistest"
+	"github.com/locklab/locklab/internal/sale"
 )
 
 // Two Lockers on two clients (two replicas) never hold the lock at once and
@@ -54,5 +59,70 @@ func TestRedislockNodeDown(t *testing.T) {
 	defer cancel()
 	if _, err := l.Acquire(ctx, "owner"); err == nil || ctx.Err() != nil {
 		t.Fatalf("with the node down: %v (deadline reached: %v), want Redis' error at once", err, ctx.Err())
+	}
+}
+
+// A node that stops answering while a sale waits for the lock is an outage
+// (503 unavailable), not a lock timeout, even when the attempt it stalls
+// fails past the acquire deadline (a node that does not answer fails a
+// command at its read timeout; the library's attempts run on the caller's
+// context). A node stopped fails the next attempt at once, also an outage;
+// a lock that another holds until the deadline is still a lock timeout.
+func TestRedislockOutageIsNotALockTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		fault   func(*redistest.Server)
+		timeout bool // want sale.ErrLockTimeout
+	}{
+		{"held", func(*redistest.Server) {}, true},
+		{"stopped", (*redistest.Server).Stop, false},
+		{"frozen", func(s *redistest.Server) { s.Freeze(true) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := redistest.Start(t)
+			ctx := context.Background()
+			opts := redislock.Options{Key: "lock", TTL: 20 * time.Second}
+			if _, err := redislock.New(s.Client(), opts).Acquire(ctx, "holder"); err != nil {
+				t.Fatal(err)
+			}
+			// The waiter's reads time out after 3 s, past its acquire
+			// deadline of 1 s: a frozen node stalls its attempt across the
+			// deadline.
+			o := redisconn.Options(s.Addr, "")
+			o.ReadTimeout = 3 * time.Second
+			rdb := redis.NewClient(o)
+			t.Cleanup(func() { rdb.Close() })
+			var tries atomic.Int32
+			rdb.AddHook(counted{&tries})
+			waiter := sale.New(rdb, sale.Options{AcquireTimeout: time.Second})
+			done := make(chan error, 1)
+			go func() {
+				_, err := waiter.Sell(ctx, sale.Method{Lock: redislock.New(rdb, opts)})
+				done <- err
+			}()
+			locktest.WaitFor(t, 5*time.Second, "an attempt that found the lock taken", func() bool { return tries.Load() > 0 })
+			tc.fault(s)
+			err := <-done
+			if err == nil || errors.Is(err, sale.ErrLockTimeout) != tc.timeout {
+				t.Fatalf("the waiter: %v; want a lock timeout: %v", err, tc.timeout)
+			}
+		})
+	}
+}
+
+// counted counts the commands of the client it hooks that Redis answered.
+type counted struct{ n *atomic.Int32 }
+
+func (counted) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (counted) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (c counted) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err == nil || errors.Is(err, redis.Nil) {
+			c.n.Add(1)
+		}
+		return err
 	}
 }
