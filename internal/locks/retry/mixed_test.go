@@ -25,50 +25,40 @@ import (
 func TestHandoffFenceTravelsWithTheWaiter(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	ctx := context.Background()
-	for name := range queuers(rdb, "", 0, false) {
-		for _, fenced := range []bool{true, false} {
-			t.Run(mixedName(name, fenced), func(t *testing.T) {
-				key := fmt.Sprint("mixed-", name, "-", fenced)
-				releaser, waiting := mixedPair(rdb, key, name, fenced)
-				holder, err := releaser.TryOrQueue(ctx, "holder", waiter(time.Minute, false))
-				if err != nil {
-					t.Fatal(err)
-				}
-				// Tokens issued before: the waiter's must be newer, or none.
-				const issued = 41
-				if err := rdb.Set(ctx, fence.CounterKey(key), issued, 0).Err(); err != nil {
-					t.Fatal(err)
-				}
-				type acquired struct {
-					l   lease.Lease
-					err error
-				}
-				got := make(chan acquired, 1)
-				w := handedOff(t, rdb, key, waiting, nil)
-				go func() {
-					l, err := w.Acquire(ctx, "waiter")
-					got <- acquired{l, err}
-				}()
-				waitQueued(t, rdb, key, 1)
-				release(t, holder)
-				a := <-got
-				if a.err != nil {
-					t.Fatal(a.err)
-				}
-				counter := counterOf(t, rdb, key)
-				switch {
-				case fenced && (a.l.Token() <= issued || a.l.Token() != counter):
-					t.Fatalf("fenced waiter handed the lock by an unfenced releaser: token %d, counter %d; want a new token above %d",
-						a.l.Token(), counter, issued)
-				case !fenced && (a.l.Token() != 0 || counter != issued):
-					t.Fatalf("unfenced waiter handed the lock by a fenced releaser: token %d, counter %d; want none, the counter left at %d",
-						a.l.Token(), counter, issued)
-				}
-				release(t, a.l)
-				noneLeft(t, rdb, key)
-			})
+	eachMixed(t, rdb, "mixed", func(t *testing.T, key string, fenced bool, waiting retry.Queuer, holder lease.Lease) {
+		// Tokens issued before: the waiter's must be newer, or none.
+		const issued = 41
+		if err := rdb.Set(ctx, fence.CounterKey(key), issued, 0).Err(); err != nil {
+			t.Fatal(err)
 		}
-	}
+		type acquired struct {
+			l   lease.Lease
+			err error
+		}
+		got := make(chan acquired, 1)
+		w := handedOff(t, rdb, key, waiting, nil)
+		go func() {
+			l, err := w.Acquire(ctx, "waiter")
+			got <- acquired{l, err}
+		}()
+		waitQueued(t, rdb, key, 1)
+		release(t, holder)
+		a := <-got
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		counter := counterOf(t, rdb, key)
+		switch {
+		case fenced && (a.l.Token() <= issued || a.l.Token() != counter):
+			t.Fatalf("fenced waiter handed the lock by an unfenced releaser: token %d, counter %d; want a new token above %d",
+				a.l.Token(), counter, issued)
+		case !fenced && (a.l.Token() != 0 || counter != issued):
+			t.Fatalf("unfenced waiter handed the lock by a fenced releaser: token %d, counter %d; want none, the counter left at %d",
+				a.l.Token(), counter, issued)
+		}
+		release(t, a.l)
+		noneLeft(t, rdb, key)
+	})
 }
 
 // The re-claim path (a waiter's check finds the lock already handed to it,
@@ -78,46 +68,44 @@ func TestHandoffFenceTravelsWithTheWaiter(t *testing.T) {
 func TestHandoffReclaimMixed(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	ctx := context.Background()
+	eachMixed(t, rdb, "reclaim", func(t *testing.T, key string, fenced bool, waiting retry.Queuer, holder lease.Lease) {
+		if _, err := waiting.TryOrQueue(ctx, "waiter", waiter(time.Minute, false)); !errors.Is(err, lease.ErrTaken) {
+			t.Fatalf("waiter: %v, want queued", err)
+		}
+		release(t, holder)
+		assertHolder(t, rdb, key, "waiter")
+		l, err := waiting.TryOrQueue(ctx, "waiter", waiter(time.Minute, true))
+		if err != nil {
+			t.Fatalf("the re-claim of a lock handed over: %v, want the lease", err)
+		}
+		if counter := counterOf(t, rdb, key); (fenced && (l.Token() <= 0 || l.Token() != counter)) || (!fenced && l.Token() != 0) {
+			t.Fatalf("fenced=%t: the re-claim's token %d, counter %d; want the newest token when fenced, none otherwise", fenced, l.Token(), counter)
+		}
+		release(t, l)
+		noneLeft(t, rdb, key)
+	})
+}
+
+// eachMixed runs run for v3 to v8, each in both orders, on a key of its
+// own: the version built twice on it, as two sales' variants, one holding
+// the lock (holder, the releaser), the other (waiting) fenced when the
+// releaser is not, and the other way round.
+func eachMixed(t *testing.T, rdb *redis.Client, prefix string,
+	run func(t *testing.T, key string, waiterFenced bool, waiting retry.Queuer, holder lease.Lease)) {
 	for name := range queuers(rdb, "", 0, false) {
 		for _, fenced := range []bool{true, false} {
-			t.Run(mixedName(name, fenced), func(t *testing.T) {
-				key := fmt.Sprint("reclaim-", name, "-", fenced)
-				releaser, waiting := mixedPair(rdb, key, name, fenced)
-				holder, err := releaser.TryOrQueue(ctx, "holder", waiter(time.Minute, false))
+			order := map[bool]string{true: " unfenced releaser, fenced waiter", false: " fenced releaser, unfenced waiter"}[fenced]
+			t.Run(name+order, func(t *testing.T) {
+				key := fmt.Sprint(prefix, "-", name, "-", fenced)
+				releaser := queuers(rdb, key, 20*time.Second, !fenced)[name]
+				holder, err := releaser.TryOrQueue(context.Background(), "holder", waiter(time.Minute, false))
 				if err != nil {
 					t.Fatal(err)
 				}
-				if _, err := waiting.TryOrQueue(ctx, "waiter", waiter(time.Minute, false)); !errors.Is(err, lease.ErrTaken) {
-					t.Fatalf("waiter: %v, want queued", err)
-				}
-				release(t, holder)
-				assertHolder(t, rdb, key, "waiter")
-				l, err := waiting.TryOrQueue(ctx, "waiter", waiter(time.Minute, true))
-				if err != nil {
-					t.Fatalf("the re-claim of a lock handed over: %v, want the lease", err)
-				}
-				if counter := counterOf(t, rdb, key); (fenced && (l.Token() <= 0 || l.Token() != counter)) || (!fenced && l.Token() != 0) {
-					t.Fatalf("fenced=%t: the re-claim's token %d, counter %d; want the newest token when fenced, none otherwise", fenced, l.Token(), counter)
-				}
-				release(t, l)
-				noneLeft(t, rdb, key)
+				run(t, key, fenced, queuers(rdb, key, 20*time.Second, fenced)[name], holder)
 			})
 		}
 	}
-}
-
-// mixedName names a case by who releases and who waits.
-func mixedName(name string, waiterFenced bool) string {
-	if waiterFenced {
-		return name + " unfenced releaser, fenced waiter"
-	}
-	return name + " fenced releaser, unfenced waiter"
-}
-
-// mixedPair is version name on key twice, as two sales' variants: the
-// releaser fenced when the waiter is not, and the other way round.
-func mixedPair(rdb *redis.Client, key, name string, waiterFenced bool) (releaser, waiting retry.Queuer) {
-	return queuers(rdb, key, 20*time.Second, !waiterFenced)[name], queuers(rdb, key, 20*time.Second, waiterFenced)[name]
 }
 
 // waitQueued waits until n owners are in key's hand-off queue.
