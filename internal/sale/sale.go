@@ -200,10 +200,11 @@ func New(rdb Client, opts Options) *Service {
 func (s *Service) Key() string { return s.key }
 
 // Sell sells one unit the way m says. It returns ErrSoldOut, ErrLockTimeout,
-// ErrStockMissing, ErrStockCorrupt, ErrFenced, ErrNoToken, ErrLeaseLost, a context error
-// when the caller went away while it waited for the lock, or the Redis error
-// that stopped it; in none of those cases was stock taken. The one exception
-// is ErrIndeterminate: the write was sent and its reply lost.
+// ErrStockMissing, ErrStockCorrupt, ErrFenced, ErrNoToken, ErrLeaseLost, a
+// context error when the caller went away while it waited for the lock, or
+// the Redis error that stopped it; in none of those cases was stock taken.
+// The one exception is ErrIndeterminate: the write was sent and its reply
+// lost.
 func (s *Service) Sell(ctx context.Context, m Method) (Result, error) {
 	var tr Trace
 	res, err := s.sell(ctx, m, &tr)
