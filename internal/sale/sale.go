@@ -78,6 +78,13 @@ var (
 	// has touched the stock since, so this one's lease had expired. Nothing
 	// was sold.
 	ErrFenced = errors.New("sale: refused by the stock, a newer lock holder has touched it (fenced)")
+	// ErrNoToken means the sale asked for fencing and its lock handed out
+	// no token: it was refused before it touched the stock, never sold
+	// unfenced (a fenced sale's write always carries a token). Nothing was
+	// sold. A lock that can issue tokens always does when asked; this is
+	// the check behind that promise (issue 44: a hand-off once gave a fenced
+	// waiter the releaser's "no token").
+	ErrNoToken = errors.New("sale: fencing asked for, but the lock handed out no token: nothing sold")
 	// ErrLeaseLost means the lock was known lost before the write (v8's
 	// watchdog found its lease gone), so the sale stopped: nothing was sold.
 	ErrLeaseLost = errors.New("sale: lock lost before the write, nothing sold")
@@ -193,10 +200,11 @@ func New(rdb Client, opts Options) *Service {
 func (s *Service) Key() string { return s.key }
 
 // Sell sells one unit the way m says. It returns ErrSoldOut, ErrLockTimeout,
-// ErrStockMissing, ErrStockCorrupt, ErrFenced, ErrLeaseLost, a context error
-// when the caller went away while it waited for the lock, or the Redis error
-// that stopped it; in none of those cases was stock taken. The one exception
-// is ErrIndeterminate: the write was sent and its reply lost.
+// ErrStockMissing, ErrStockCorrupt, ErrFenced, ErrNoToken, ErrLeaseLost, a
+// context error when the caller went away while it waited for the lock, or
+// the Redis error that stopped it; in none of those cases was stock taken.
+// The one exception is ErrIndeterminate: the write was sent and its reply
+// lost.
 func (s *Service) Sell(ctx context.Context, m Method) (Result, error) {
 	var tr Trace
 	res, err := s.sell(ctx, m, &tr)
@@ -242,7 +250,11 @@ func (s *Service) sell(ctx context.Context, m Method, tr *Trace) (res Result, er
 		}
 		l = nested(inner, l)
 	}
-	return s.readCheckWrite(ctx, l, s.fence(m, l, tr.Owner), tr)
+	f, err := s.fence(m, l, tr.Owner)
+	if err != nil {
+		return Result{}, err
+	}
+	return s.readCheckWrite(ctx, l, f, tr)
 }
 
 // acquire waits for m's lock at most acquireTimeout.
@@ -301,12 +313,16 @@ type fencing struct {
 	key   string
 }
 
-// fence is l's fencing under m, or nil when the sale is not fenced.
-func (s *Service) fence(m Method, l lease.Lease, owner string) *fencing {
-	if m.Fence == "" || l.Token() <= 0 {
-		return nil
+// fence is l's fencing under m, or nil when the sale is not fenced. A fenced
+// sale whose lease has no token is ErrNoToken: it is never run unfenced.
+func (s *Service) fence(m Method, l lease.Lease, owner string) (*fencing, error) {
+	switch {
+	case m.Fence == "":
+		return nil, nil
+	case l.Token() <= 0:
+		return nil, fmt.Errorf("%w (%s, token %d)", ErrNoToken, m.Name, l.Token())
 	}
-	return &fencing{token: l.Token(), owner: owner, key: s.key + ":fence:" + m.Fence}
+	return &fencing{token: l.Token(), owner: owner, key: s.key + ":fence:" + m.Fence}, nil
 }
 
 // readCheckWrite is the tutorial's business step: GET, check, wait out the

@@ -15,7 +15,7 @@ var Endpoints = []Endpoint{
 	{"POST /sale", "anyone; `?lock=` and `?wait=` with `-lock-override`, beyond loopback only with the admin token (401); the fault hooks with the admin token and `-chaos`",
 		"200 `{\"sold\":true,\"remaining\":99,\"lock\":\"v6\",\"replica\":\"inventory-1\"}` (with a `warning` when the lease expired before release: the unit was sold); " +
 			"409 `sold_out`; 412 `fenced` (fencing refused a stale write: nothing sold); 400 for a bad or disallowed `?lock=` or `?wait=`; " +
-			"503 with `Retry-After`: `lock_timeout` (not obtained within `-acquire-timeout`), `unavailable` (Redis or the quorum unreachable before anything was written: nothing sold), " +
+			"503 with `Retry-After`: `lock_timeout` (not obtained within `-acquire-timeout`), `unavailable` (Redis or the quorum unreachable before anything was written, or a fenced sale's lock handed out no token: nothing sold), " +
 			"`indeterminate` (the stock's write was sent and its reply lost: the unit may or may not be sold), `busy` (`-max-in-flight` sales running), " +
 			"`shutting_down` (stopping while the sale waited: nothing sold), `stock_missing`, `lease_lost` (the lock known lost before the write: nothing sold); " +
 			"500 `stock_corrupt` (the stock is not a number)"},

@@ -453,6 +453,9 @@ var codes = []struct {
 	{sale.ErrLockTimeout, api.CodeLockTimeout},
 	{sale.ErrStockMissing, api.CodeStockMissing},
 	{sale.ErrFenced, api.CodeFenced},
+	// Not fenced: the stock refused nothing. The lock failed to give what
+	// the sale needs, nothing was sold, and a retry may get a token.
+	{sale.ErrNoToken, api.CodeUnavailable},
 	{sale.ErrLeaseLost, api.CodeLeaseLost},
 	{sale.ErrStockCorrupt, api.CodeStockCorrupt},
 	{sale.ErrIndeterminate, api.CodeIndeterminate},

@@ -387,7 +387,7 @@ func TestFaultHooksAreGuarded(t *testing.T) {
 	on.rdb.Set(context.Background(), api.DefaultStockKey, 5, 0)
 	on.expect(t, on.do(t, "POST", "/sale?hold=1ms", ""), 401, map[string]any{"code": "unauthorized"})
 	on.expect(t, on.do(t, "POST", "/sale?hold=1ms", "", "Authorization", "Bearer wrong"), 401, nil)
-	for _, q := range []string{"hold=soon", "hold=-1s", "hold=1h", "release_pause=0s", "nested=maybe", "fence=maybe", "lock=v1&fence=1",
+	for _, q := range []string{"hold=soon", "hold=-1s", "hold=1h", "release_pause=0s", "nested=maybe", "fence=maybe", "lock=v1&fence=1", "lock=db-seed&fence=1",
 		"lease=0s", "lease=1h", "lease=5s"} { // v6 takes no lease per request
 		on.expect(t, on.do(t, "POST", "/sale?"+q, "", "Authorization", "Bearer t"), 400, map[string]any{"code": "bad_request"})
 	}

@@ -22,6 +22,7 @@ func TestCodeOf(t *testing.T) {
 		wrap(sale.ErrStockCorrupt):                 http.StatusInternalServerError,
 		wrap(sale.ErrFenced):                       http.StatusPreconditionFailed,
 		wrap(sale.ErrLeaseLost):                    http.StatusServiceUnavailable,
+		wrap(sale.ErrNoToken):                      http.StatusServiceUnavailable,
 		wrap(context.Canceled):                     499,
 		errors.New("dial tcp: connection refused"): http.StatusServiceUnavailable,
 	} {

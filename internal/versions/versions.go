@@ -69,7 +69,9 @@ type Version struct {
 	// instead of failing, and the lost-wakeup cell expects it at a rate.
 	LostWakeup string `json:"lost_wakeup,omitempty"`
 	// NoToken says that it hands out no fencing token (a library that has
-	// none): its fenced cells cannot be fixed by the stock's check.
+	// none, the seed's database lock): its fenced cells cannot be fixed by
+	// the stock's check, and it is never built fenced (a fenced sale with no
+	// token is refused: sale.ErrNoToken).
 	NoToken bool `json:"no_token,omitempty"`
 	// OneReplica says that the tutorial runs it on one process: the load
 	// test sends its sales to one replica (v1; v2 is the same code on two).
@@ -237,7 +239,7 @@ func Build(d Deps, v Variant) map[string]sale.Method {
 		"redlock": polled("redlock", redlock.New(d.Redlock, redlock.Options{Key: key, TTL: ttl, Fence: fence}), d.RedlockRetry, domain("redlock")),
 		"etcd":    {Name: "etcd", Lock: d.etcd(key, ttl, fence), Fence: domain("etcd"), Wait: "watch"},
 		"zk":      {Name: "zk", Lock: d.zk(key, fence), Fence: domain("zk"), Wait: "watch"},
-		"db-seed": d.dbSeed(key, ttl, domain("db-seed")),
+		"db-seed": d.dbSeed(key, ttl), // no token to fence with
 		"db":      d.db(key, ttl, fence, domain("db")),
 		// The libraries people use, as their READMEs show them: they wait
 		// their own way, and hand out no fencing token.
@@ -334,13 +336,15 @@ func (d Deps) db(key string, ttl time.Duration, fence bool, domain string) sale.
 	return sale.Method{Name: "db", Lock: retry.Poll(g, d.Retry, d.counter("db", "poll")), Fence: domain, Wait: "poll"}
 }
 
-// dbSeed is the seed's own form of the database lock, polled.
-func (d Deps) dbSeed(key string, ttl time.Duration, domain string) sale.Method {
+// dbSeed is the seed's own form of the database lock, polled. Its row has
+// no token, so it is never fenced: fence=1 asks for what it cannot give (a
+// 400), and a -fence service sells with it unfenced, as with the libraries.
+func (d Deps) dbSeed(key string, ttl time.Duration) sale.Method {
 	if d.DB == nil {
-		return sale.Method{Name: "db-seed", Lock: noDB{}, Fence: domain, Wait: "poll"}
+		return sale.Method{Name: "db-seed", Lock: noDB{}, Wait: "poll"}
 	}
 	g := dblock.NewSeed(d.DB, dblock.Options{Key: key, TTL: ttl})
-	return sale.Method{Name: "db-seed", Lock: retry.Poll(g, d.Retry, d.counter("db-seed", "poll")), Fence: domain, Wait: "poll"}
+	return sale.Method{Name: "db-seed", Lock: retry.Poll(g, d.Retry, d.counter("db-seed", "poll")), Wait: "poll"}
 }
 
 // Needs names the service's setting version runs on, as /healthz reports

@@ -2,8 +2,9 @@
 // waiter that finds the lock taken joins a queue in Redis in the same script
 // that tried the lock, and a release, in one script, gives the lock to the
 // first waiter still queued (its owner, a fresh lease, a fencing token when
-// fenced) and publishes that to it. The woken waiter already holds the lock:
-// it makes no attempt, and the lock is never free between two holders.
+// that waiter queued fenced) and publishes that to it. The woken waiter
+// already holds the lock: it makes no attempt, and the lock is never free
+// between two holders.
 //
 // Go's sync.Mutex does the same in starvation mode: the unlocker hands the
 // lock to the first waiter instead of letting everyone race for it. Polling
@@ -135,25 +136,26 @@ func Claim(ctx context.Context, rdb redis.Scripter, k Keys, owner string, ttl ti
 }
 
 // Giver is how a lock's releases hand it over: its keys, the lock's kind
-// ("string": v3 to v6; "hash": v7, v8), the claim deadline and whether the
-// next holder gets a fencing token; and the check it runs after claim
-// deadlines (Released). Safe for concurrent use.
+// ("string": v3 to v6; "hash": v7, v8) and the claim deadline; and the check
+// it runs after claim deadlines (Released). Whether the next holder gets a
+// fencing token is that holder's own wish, queued with it (queue.lua), never
+// the releaser's: with -chaos a fenced and an unfenced sale share one lock.
+// Safe for concurrent use.
 type Giver struct {
 	rdb   redis.Scripter
 	keys  Keys
 	kind  string
 	claim time.Duration
-	fence bool
 	check *Recheck
 }
 
 // NewGiver returns the Giver of the lock k on rdb; claim <= 0 means
 // DefaultClaim.
-func NewGiver(rdb redis.Scripter, k Keys, kind string, claim time.Duration, fenced bool) *Giver {
+func NewGiver(rdb redis.Scripter, k Keys, kind string, claim time.Duration) *Giver {
 	if claim <= 0 {
 		claim = DefaultClaim
 	}
-	g := &Giver{rdb: rdb, keys: k, kind: kind, claim: claim, fence: fenced}
+	g := &Giver{rdb: rdb, keys: k, kind: kind, claim: claim}
 	g.check = NewRecheck(g.reclaim)
 	return g
 }
@@ -184,7 +186,7 @@ func (g *Giver) Released(reply any) (int64, error) {
 func (g *Giver) reclaim() time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ms, err := reclaimScript.Run(ctx, g.rdb, g.keys.List(), g.kind, g.ClaimMS(), Flag(g.fence)).Int64()
+	ms, err := reclaimScript.Run(ctx, g.rdb, g.keys.List(), g.kind, g.ClaimMS()).Int64()
 	if err != nil || ms <= 0 {
 		return 0
 	}

@@ -5,10 +5,14 @@
 --              score = 1 for the first to arrive while the set is empty, then
 --              the tail's score + 1 (no clock: scripts run one at a time, so
 --              arrival order is exact across every replica);
---   deadlines: a hash, owner -> '<ms> <channel>': the ms (Redis's clock) past
---              which its entry is dropped (the waiter gave up, or died without
---              leaving), and the channel its grant is published on: its own
---              process's, so a grant reaches only the replica that waits for it.
+--   deadlines: a hash, owner -> '<ms> <fenced> <channel>': the ms (Redis's
+--              clock) past which its entry is dropped (the waiter gave up, or
+--              died without leaving); 1 when the waiter asked for a fencing
+--              token, 0 when not (its own wish: with -chaos a fenced and an
+--              unfenced sale can share one lock, and the releaser's says
+--              nothing about the waiter's); and the channel its grant is
+--              published on: its own process's, so a grant reaches only the
+--              replica that waits for it.
 -- and a third key for the grant in flight:
 --   granted:   '<claim deadline ms> <owner>': the owner a release handed the
 --              lock to, until it claims it (claim.lua). A waiter can die between queueing and its grant;
@@ -22,10 +26,11 @@ local function handoff_now()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- Queue owner at the tail, to wait wait_ms and be told on channel; an owner
--- already queued keeps its place.
-local function handoff_enqueue(queue, deadlines, owner, wait_ms, channel)
+-- Queue owner at the tail, to wait wait_ms and be told on channel, handed a
+-- fencing token when fenced is '1'; an owner already queued keeps its place.
+local function handoff_enqueue(queue, deadlines, owner, wait_ms, channel, fenced)
   assert(channel and channel ~= '', 'handoff: a waiter needs a channel to be told on')
+  assert(fenced == '0' or fenced == '1', 'handoff: a waiter says whether it is fenced, 0 or 1')
   if redis.call('ZSCORE', queue, owner) then
     return
   end
@@ -36,7 +41,7 @@ local function handoff_enqueue(queue, deadlines, owner, wait_ms, channel)
   end
   local now = handoff_now()
   redis.call('ZADD', queue, score, owner)
-  redis.call('HSET', deadlines, owner, string.format('%d', now + wait_ms) .. ' ' .. channel)
+  redis.call('HSET', deadlines, owner, string.format('%d', now + wait_ms) .. ' ' .. fenced .. ' ' .. channel)
 end
 
 -- Take owner out of the queue; true when it was in it.
@@ -46,8 +51,8 @@ local function handoff_dequeue(queue, deadlines, owner)
 end
 
 -- Take the first waiter whose deadline has not passed out of the queue and
--- return it and its channel, dropping the dead entries before it; nil when
--- none waits.
+-- return it, its channel and whether it is fenced ('1' or '0'), dropping the
+-- dead entries before it; nil when none waits.
 local function handoff_next(queue, deadlines)
   local now = handoff_now()
   while true do
@@ -58,9 +63,9 @@ local function handoff_next(queue, deadlines)
     local entry = redis.call('HGET', deadlines, head)
     redis.call('HDEL', deadlines, head)
     if entry then
-      local deadline, channel = string.match(entry, '^(%d+) (.+)$')
+      local deadline, fenced, channel = string.match(entry, '^(%d+) ([01]) (.+)$')
       if deadline and tonumber(deadline) > now then
-        return head, channel
+        return head, channel, fenced
       end
     end
   end
@@ -102,8 +107,9 @@ local function handoff_settle(granted, owner)
 end
 
 -- Tell owner, just made the lock's holder, that it holds it, with a fencing
--- token issued now from counter when fenced is '1' (0: unfenced), on the
--- channel it queued with (handoff_next's): only its replica receives it.
+-- token issued now from counter when it queued fenced (fenced is '1',
+-- handoff_next's; 0: unfenced), on the channel it queued with: only its
+-- replica receives it.
 local function handoff_grant(counter, fenced, channel, owner)
   local token = 0
   if fenced == '1' then
@@ -113,13 +119,14 @@ local function handoff_grant(counter, fenced, channel, owner)
 end
 
 
--- Hand the lock to the first waiter still queued, for claim_ms (fenced: '1'
--- issues its token), and tell it; or free the lock when none waits. Uses the
--- hand-off scripts' KEYS (package handoff, Keys.List): lock, counter, queue,
--- deadlines, grant marker. kind is the lock's ('string' or 'hash'). Returns
--- the owner the lock went to, or nil when it was freed.
-local function handoff_pass(kind, claim_ms, fenced)
-  local next, channel = handoff_next(KEYS[3], KEYS[4])
+-- Hand the lock to the first waiter still queued, for claim_ms, and tell it,
+-- with a new token when that waiter queued fenced (whatever the releaser
+-- is); or free the lock when none waits. Uses the hand-off scripts' KEYS
+-- (package handoff, Keys.List): lock, counter, queue, deadlines, grant
+-- marker. kind is the lock's ('string' or 'hash'). Returns the owner the
+-- lock went to, or nil when it was freed.
+local function handoff_pass(kind, claim_ms)
+  local next, channel, fenced = handoff_next(KEYS[3], KEYS[4])
   if not next then
     redis.call('DEL', KEYS[1])
     return nil

@@ -3,12 +3,13 @@
 -- away, or it was too slow), take the grant back and hand the lock to the
 -- next waiter still queued, or free it. Follows the hand-off queue functions
 -- (queue.lua).
--- KEYS[1]: the lock key. KEYS[2]: the fencing counter (used only when ARGV[3]
--- is 1). KEYS[3]: the queue. KEYS[4]: the deadlines. KEYS[5]: the grant
--- marker.
+-- KEYS[1]: the lock key. KEYS[2]: the fencing counter (used only when the
+-- next owner queued fenced). KEYS[3]: the queue. KEYS[4]: the deadlines.
+-- KEYS[5]: the grant marker.
 -- ARGV[1]: the lock's kind: 'string' (v3 to v6) or 'hash' (v7, v8).
 -- ARGV[2]: how long the next owner has to claim it, in ms.
--- ARGV[3]: 1 to issue the next owner a fencing token, in this same step.
+-- The next owner gets a fencing token, in this same step, when it queued
+-- fenced.
 -- Returns the ms until the grant in flight is due to be checked again (its
 -- claim deadline, or the new grant's), or 0 when none is in flight: claimed,
 -- another owner holds the lock, or none waits (the lock is then freed).
@@ -27,7 +28,7 @@ if not (kind == 'none'
     or (kind == 'hash' and redis.call('HEXISTS', KEYS[1], grantee) == 1)) then
   return 0
 end
-if handoff_pass(ARGV[1], ARGV[2], ARGV[3]) then
+if handoff_pass(ARGV[1], ARGV[2]) then
   return tonumber(ARGV[2])
 end
 return 0

@@ -418,10 +418,10 @@ func TestHandoffSkipsExpiredEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var deadline int64
+	var deadline, fenced int64
 	var channel string
-	if _, err := fmt.Sscanf(entry, "%d %s", &deadline, &channel); err != nil || channel != "test-grants" {
-		t.Fatalf("queue entry %q: want '<deadline ms> test-grants' (%v)", entry, err)
+	if _, err := fmt.Sscanf(entry, "%d %d %s", &deadline, &fenced, &channel); err != nil || fenced != 0 || channel != "test-grants" {
+		t.Fatalf("queue entry %q: want '<deadline ms> 0 test-grants' (%v)", entry, err)
 	}
 	locktest.WaitFor(t, 5*time.Second, "Redis's clock past the entry's deadline", func() bool {
 		now, err := rdb.Time(ctx).Result()

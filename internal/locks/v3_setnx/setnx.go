@@ -76,7 +76,7 @@ func New(rdb Client, opts Options) *Locker {
 	}
 	keys := handoff.For(opts.Key)
 	return &Locker{rdb: rdb, opts: opts, keys: keys,
-		giver: handoff.NewGiver(rdb, keys, "string", opts.Claim, opts.Fence)}
+		giver: handoff.NewGiver(rdb, keys, "string", opts.Claim)}
 }
 
 // Key is the lock key.
@@ -139,8 +139,7 @@ func (l *Locker) Leave(ctx context.Context, owner string) error {
 // deletes it. It returns lease.ErrNotHeld when the lock was gone or, checked,
 // another owner's. A grant is watched until claimed (handoff.Giver.Watch).
 func (l *Locker) HandOver(ctx context.Context, owner string, checked bool) error {
-	reply, err := handoverScript.Run(ctx, l.rdb, l.keys.List(), owner, handoff.Flag(checked), l.giver.ClaimMS(),
-		handoff.Flag(l.opts.Fence)).Result()
+	reply, err := handoverScript.Run(ctx, l.rdb, l.keys.List(), owner, handoff.Flag(checked), l.giver.ClaimMS()).Result()
 	var n int64
 	if err == nil {
 		n, err = l.giver.Released(reply)

@@ -6,11 +6,17 @@
 -- marker.
 -- ARGV[1]: the owner.
 -- ARGV[2]: the lease in ms; 0 means no expiry (v3).
--- ARGV[3]: 1 to hand out a fencing token.
+-- ARGV[3]: 1 to hand out a fencing token: now, or queued with the owner, so
+--          that the release that hands it the lock issues its token (the
+--          owner's wish, whatever the releaser's).
 -- ARGV[4]: how long the owner waits, in ms, if it must.
 -- ARGV[5]: 1 when the owner is already queued: a release may have handed it
 --          the lock (it is then no longer queued), and its message been lost;
---          the owner then claims it here (its lease starts now).
+--          the owner then claims it here (its lease starts now) and, fenced,
+--          gets a new token (the grant's was in the message it never read),
+--          issued now that it holds the lock, so newer than every one
+--          before; reading the counter instead answered nil (a script error)
+--          on a lock that had never issued one.
 -- ARGV[6]: the channel to tell the owner on when a release hands it the lock.
 -- Returns the token (1 when unfenced) when the owner holds the lock now, 0
 -- when it is queued. A free lock is taken even if others are queued: it is
@@ -26,7 +32,7 @@ if ARGV[5] == '1' and redis.call('GET', KEYS[1]) == owner and not redis.call('ZS
     redis.call('PERSIST', KEYS[1])
   end
   if fenced then
-    return tonumber(redis.call('GET', KEYS[2]))
+    return redis.call('INCR', KEYS[2])
   end
   return 1
 end
@@ -46,5 +52,5 @@ if ok then
   end
   return 1
 end
-handoff_enqueue(KEYS[3], KEYS[4], owner, tonumber(ARGV[4]), ARGV[6])
+handoff_enqueue(KEYS[3], KEYS[4], owner, tonumber(ARGV[4]), ARGV[6], ARGV[3])
 return 0

@@ -68,7 +68,7 @@ func New(rdb redis.Scripter, opts Options) *Locker {
 	}
 	keys := handoff.For(opts.Key)
 	return &Locker{rdb: rdb, opts: opts, keys: keys,
-		giver: handoff.NewGiver(rdb, keys, "hash", opts.Claim, opts.Fence)}
+		giver: handoff.NewGiver(rdb, keys, "hash", opts.Claim)}
 }
 
 // Key is the lock key.
@@ -139,8 +139,7 @@ func (l *Locker) release(ctx context.Context, owner string) error {
 	var err error
 	if l.opts.Handoff {
 		var reply any
-		reply, err = handoverScript.Run(ctx, l.rdb, l.keys.List(), owner, l.giver.ClaimMS(),
-			handoff.Flag(l.opts.Fence)).Result()
+		reply, err = handoverScript.Run(ctx, l.rdb, l.keys.List(), owner, l.giver.ClaimMS()).Result()
 		if err == nil {
 			n, err = l.giver.Released(reply)
 		}
