@@ -310,7 +310,7 @@ func TestEtcdCutBeforeTheToken(t *testing.T) {
 			etcdtest.BeforeGet(cli, func(key string) bool { return strings.HasPrefix(key, prefix) && key != prefix }, func() { c.Freeze(true) })
 		}})
 	s.rdb.Set(context.Background(), api.DefaultStockKey, 5, 0)
-	bound := etcdlock.RequestTimeout + 2*time.Second // one request, then a revocation's second
+	bound := etcdlock.RequestTimeout + 4*time.Second // one request, then a revocation, on a busy machine
 	for _, path := range []string{"/sale?fence=1", "/sale"} {
 		replied := make(chan reply, 1)
 		go func() { replied <- s.do(t, "POST", path, "", "Authorization", "Bearer t") }()
