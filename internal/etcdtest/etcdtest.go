@@ -167,3 +167,51 @@ func (m *Member) Stop() {
 	<-m.exited
 	m.proc = nil
 }
+
+// Freeze stops every member with SIGSTOP (their ports still accept
+// connections, they answer nothing: the cluster cut off, as its clients see
+// it) or, with frozen false, resumes them. A frozen member is resumed when
+// the test ends.
+func (c *Cluster) Freeze(frozen bool) {
+	c.tb.Helper()
+	sig := syscall.SIGCONT
+	if frozen {
+		sig = syscall.SIGSTOP
+	}
+	for _, m := range c.Members {
+		m.mu.Lock()
+		proc := m.proc
+		m.mu.Unlock()
+		if proc == nil {
+			continue // stopped: it answers nothing either way
+		}
+		if frozen {
+			c.tb.Cleanup(func() { _ = proc.Signal(syscall.SIGCONT) })
+		}
+		if err := proc.Signal(sig); err != nil {
+			c.tb.Fatal(err)
+		}
+	}
+}
+
+// BeforeGet makes cli run do, once, just before it sends the first read of
+// a key that match accepts: a fault injected at one exact step of a real
+// client's work (the etcd lock's read of its token, right after the lock).
+// Call it before cli is handed to the code under test.
+func BeforeGet(cli *clientv3.Client, match func(key string) bool, do func()) {
+	cli.KV = &beforeGet{KV: cli.KV, match: match, do: do}
+}
+
+type beforeGet struct {
+	clientv3.KV
+	match func(string) bool
+	do    func()
+	once  sync.Once
+}
+
+func (b *beforeGet) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	if b.match(key) {
+		b.once.Do(b.do)
+	}
+	return b.KV.Get(ctx, key, opts...)
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/locklab/locklab/internal/dbtest"
 	"github.com/locklab/locklab/internal/etcdtest"
 	"github.com/locklab/locklab/internal/history"
+	etcdlock "github.com/locklab/locklab/internal/locks/etcd"
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
 	zklock "github.com/locklab/locklab/internal/locks/zk"
 	"github.com/locklab/locklab/internal/origin"
@@ -25,6 +26,7 @@ import (
 	"github.com/locklab/locklab/internal/versions"
 	"github.com/locklab/locklab/internal/zktest"
 	"github.com/redis/go-redis/v9"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // stack is one replica over real Redis: a stock node that is also redlock's
@@ -44,9 +46,10 @@ type options struct {
 	acquireTimeout time.Duration
 	maxInFlight    int
 	maxOthers      int
-	ready          func(ctx context.Context) error // default: a PING
-	noEtcd         bool                            // -lock etcd with no etcd cluster configured
-	base           context.Context                 // every request's context (default: background)
+	ready          func(ctx context.Context) error           // default: a PING
+	noEtcd         bool                                      // -lock etcd with no etcd cluster configured
+	etcd           func(*etcdtest.Cluster, *clientv3.Client) // -lock etcd: called with its cluster and client before they are used
+	base           context.Context                           // every request's context (default: background)
 }
 
 func newStack(t testing.TB, o options) *stack {
@@ -64,7 +67,11 @@ func newStack(t testing.TB, o options) *stack {
 	deps := versions.Deps{Redis: s.nodes[0].Client(), Redlock: clients,
 		LockKey: api.DefaultLockKey, Retry: time.Millisecond, RedlockRetry: time.Millisecond}
 	if o.lock == "etcd" && !o.noEtcd { // one real member: the etcd row's cluster tests are the guard's
-		deps.Etcd = etcdtest.Start(t, 1).Client()
+		c := etcdtest.Start(t, 1)
+		deps.Etcd = c.Client()
+		if o.etcd != nil {
+			o.etcd(c, deps.Etcd)
+		}
 	}
 	if versions.NeedsDB(o.lock) { // a real MariaDB: the guard's own tests are its failures'
 		deps.DB = dbtest.Start(t).DB()
@@ -289,6 +296,34 @@ func TestEtcdNotConfigured(t *testing.T) {
 	s.expect(t, r, 503, map[string]any{"sold": false, "code": "unavailable"})
 	if !strings.Contains(r.body["error"].(string), "-etcd") || s.stock(t) != "5" {
 		t.Fatalf("error %q, stock %s: want the -etcd flag named and the stock at 5", r.body["error"], s.stock(t))
+	}
+}
+
+// A fenced etcd sale whose replica is cut off from etcd right after the lock
+// (its member frozen just before the token's read) is answered promptly:
+// 503 unavailable, nothing sold, the stock untouched. It holds no
+// -max-in-flight slot after: the next sale, etcd still cut off, is refused
+// by etcd within the same bound, not busy.
+func TestEtcdCutBeforeTheToken(t *testing.T) {
+	prefix := api.DefaultLockKey + "/"
+	s := newStack(t, options{lock: "etcd", chaos: true, token: "t", maxInFlight: 1, acquireTimeout: 30 * time.Second,
+		etcd: func(c *etcdtest.Cluster, cli *clientv3.Client) {
+			etcdtest.BeforeGet(cli, func(key string) bool { return strings.HasPrefix(key, prefix) && key != prefix }, func() { c.Freeze(true) })
+		}})
+	s.rdb.Set(context.Background(), api.DefaultStockKey, 5, 0)
+	bound := etcdlock.RequestTimeout + 4*time.Second // one request, then a revocation, on a busy machine
+	for _, path := range []string{"/sale?fence=1", "/sale"} {
+		replied := make(chan reply, 1)
+		go func() { replied <- s.do(t, "POST", path, "", "Authorization", "Bearer t") }()
+		select {
+		case r := <-replied:
+			s.expect(t, r, 503, map[string]any{"sold": false, "code": "unavailable"})
+		case <-time.After(bound):
+			t.Fatalf("POST %s cut off from etcd: no reply after %s", path, bound)
+		}
+	}
+	if s.stock(t) != "5" {
+		t.Fatalf("stock %s, want 5", s.stock(t))
 	}
 }
 

@@ -15,6 +15,16 @@
 // the sending of the grant or of the holder's last keep-alive that
 // succeeded, less a drift margin (see watch), or when the session ends.
 //
+// Every request to etcd carries a deadline: with no quorum, or cut off from
+// its members, etcd never answers, and a request without one waits for
+// minutes (holding its sale, and its -max-in-flight slot, until nginx gives
+// up and says the sale may have happened). Waiting for the lock is bounded
+// by the caller's context (the sale's -acquire-timeout); every other request
+// by RequestTimeout (the mutex's own included: its KV requests go through a
+// bounded view of the client, see New), a revocation by revokeTimeout, a
+// keep-alive by a third of the lease. The session's keep-alive stream lasts
+// as long as the hold and is stopped at its release.
+//
 // What it fixes: a Raft majority decides, so a member's failure loses neither
 // the lock nor a token; waiters are served in arrival order. What it does not
 // fix: a holder paused past its lease (a GC pause, SIGSTOP) loses the lock
@@ -44,15 +54,32 @@ import (
 func Dial(endpoints []string) (*clientv3.Client, error) {
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints: endpoints, Logger: zap.NewNop(),
-		// A member that stops answering (killed, frozen, cut off) is noticed
-		// within seconds, and the client moves to another.
-		DialKeepAliveTime: 2 * time.Second, DialKeepAliveTimeout: time.Second,
+		DialKeepAliveTime: keepAliveTime, DialKeepAliveTimeout: keepAliveTimeout,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd: client of %v: %w", endpoints, err)
 	}
 	return cli, nil
 }
+
+// A member that stops answering (killed, frozen, cut off) is noticed by the
+// client within keepAliveTime+keepAliveTimeout, and it moves to another.
+const (
+	keepAliveTime    = 2 * time.Second
+	keepAliveTimeout = time.Second
+)
+
+// RequestTimeout bounds each request to etcd that is not the wait for the
+// lock: a lease's grant, one attempt, the token's read, a release. Long
+// enough for the client to notice a member that stopped answering and ask
+// another (keepAliveTime+keepAliveTimeout, and a second for the request);
+// short enough that a sale cut off from etcd is answered, unavailable and
+// nothing sold, long before nginx gives up on it (proxy_read_timeout 25 s).
+const RequestTimeout = keepAliveTime + keepAliveTimeout + time.Second
+
+// revokeTimeout bounds a lease's revocation: best effort, since the lease
+// expires by itself at its TTL.
+const revokeTimeout = time.Second
 
 // Options configure a Locker. The zero value is a 20 s lease on the key "lock".
 type Options struct {
@@ -69,7 +96,10 @@ type Locker struct {
 	fence  bool
 }
 
-// New returns a Locker over cli.
+// New returns a Locker over cli. It talks to etcd through a view of cli
+// whose every KV request carries RequestTimeout: the concurrency package's
+// mutex sends some with the client's own context, which has no deadline
+// (deleting its waiting key when a wait fails).
 func New(cli *clientv3.Client, opts Options) *Locker {
 	if opts.Key == "" {
 		opts.Key = "lock"
@@ -77,7 +107,9 @@ func New(cli *clientv3.Client, opts Options) *Locker {
 	if opts.TTL <= 0 {
 		opts.TTL = 20 * time.Second
 	}
-	return &Locker{cli: cli, prefix: opts.Key + "/", ttl: max(1, int(math.Ceil(opts.TTL.Seconds()))), fence: opts.Fence}
+	view := clientv3.NewCtxClient(cli.Ctx())
+	view.KV, view.Lease, view.Watcher = bounded{cli.KV}, cli.Lease, cli.Watcher
+	return &Locker{cli: view, prefix: opts.Key + "/", ttl: max(1, int(math.Ceil(opts.TTL.Seconds()))), fence: opts.Fence}
 }
 
 // Prefix is the mutex's key prefix: a waiter's key is the prefix and its
@@ -107,11 +139,13 @@ func (l *Locker) TryAcquire(ctx context.Context, _ string) (lease.Lease, error) 
 }
 
 func (l *Locker) acquire(ctx context.Context, lock func(*concurrency.Mutex) error) (lease.Lease, error) {
-	// The lease is granted under the request's deadline (with no quorum,
-	// etcd never answers); its session, which keeps it alive, outlives the
+	// The lease is granted under the request's deadline and RequestTimeout
+	// (with no quorum, etcd never answers); its session, which keeps it alive, outlives the
 	// deadline (for as long as the sale runs) but not the release.
 	sent := time.Now()
-	granted, err := l.cli.Grant(ctx, int64(l.ttl))
+	gctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	granted, err := l.cli.Grant(gctx, int64(l.ttl))
+	cancel()
 	if err != nil {
 		return nil, l.failed(ctx, "grant a lease", err)
 	}
@@ -136,9 +170,12 @@ func (l *Locker) acquire(ctx context.Context, lock func(*concurrency.Mutex) erro
 	var token int64
 	if l.fence {
 		if token, err = l.createRevision(ctx, m); err != nil {
-			_ = l.release(context.WithoutCancel(ctx), m)
+			// Revoking the lease deletes the holder's key with it; if etcd
+			// does not answer, the lease ends by itself at its TTL. Either
+			// way nothing was sold: the error is etcd's (unavailable), not
+			// the lock's.
 			closeSession(ctx)
-			return nil, l.failed(ctx, "read the token", err)
+			return nil, fmt.Errorf("etcd: lock %s obtained, its token not read: %w", l.prefix, err)
 		}
 	}
 	release := func(ctx context.Context) error {
@@ -212,6 +249,9 @@ func (l *Locker) failed(ctx context.Context, what string, err error) error {
 }
 
 // createRevision is the holder's key's create revision: its fencing token.
+// The lock is held: the caller's context ending now (its acquire deadline)
+// does not throw it away; the read has its own bound (RequestTimeout, as
+// every KV request of the Locker's client: see bounded).
 func (l *Locker) createRevision(ctx context.Context, m *concurrency.Mutex) (int64, error) {
 	resp, err := l.cli.Get(context.WithoutCancel(ctx), m.Key())
 	if err != nil {
@@ -251,5 +291,39 @@ func (l *Locker) revoke(ctx context.Context, id clientv3.LeaseID) {
 	_, _ = l.cli.Revoke(ctx, id)
 }
 
-// revokeTimeout bounds a lease's revocation.
-const revokeTimeout = time.Second
+// bounded is a KV whose requests carry RequestTimeout (or their caller's
+// deadline, when sooner): those the lock and its mutex send, Get, Delete and
+// Txn; the rest pass through.
+type bounded struct{ clientv3.KV }
+
+func (b bounded) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
+	return b.KV.Get(ctx, key, opts...)
+}
+
+func (b bounded) Delete(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.DeleteResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
+	return b.KV.Delete(ctx, key, opts...)
+}
+
+// Txn records the transaction and sends it, bounded, at Commit.
+func (b bounded) Txn(ctx context.Context) clientv3.Txn { return &boundedTxn{ctx: ctx, kv: b.KV} }
+
+type boundedTxn struct {
+	ctx        context.Context
+	kv         clientv3.KV
+	cmps       []clientv3.Cmp
+	then, elze []clientv3.Op
+}
+
+func (t *boundedTxn) If(cs ...clientv3.Cmp) clientv3.Txn   { t.cmps = cs; return t }
+func (t *boundedTxn) Then(ops ...clientv3.Op) clientv3.Txn { t.then = ops; return t }
+func (t *boundedTxn) Else(ops ...clientv3.Op) clientv3.Txn { t.elze = ops; return t }
+
+func (t *boundedTxn) Commit() (*clientv3.TxnResponse, error) {
+	ctx, cancel := context.WithTimeout(t.ctx, RequestTimeout)
+	defer cancel()
+	return t.kv.Txn(ctx).If(t.cmps...).Then(t.then...).Else(t.elze...).Commit()
+}

@@ -3,6 +3,7 @@ package etcd_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -183,4 +184,53 @@ func TestEtcdLostAtTheDeadline(t *testing.T) {
 	if since := time.Since(cut); since > 2*granted {
 		t.Fatalf("Lost closed %s after the quorum was gone, lease %s", since, granted)
 	}
+}
+
+// A replica cut off from etcd between the lock and the read of its token
+// (every member frozen just before the read is sent) answers within a
+// bound, with etcd's failure (the sale's 503 unavailable: nothing sold), not
+// with its acquire deadline or a wait of minutes; and the hold it took goes,
+// released or with its lease: once etcd is back, the next holder gets the
+// lock.
+func TestEtcdCutBeforeTheToken(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	cli := c.Client()
+	const prefix = "lock/"
+	etcdtest.BeforeGet(cli, func(key string) bool { return strings.HasPrefix(key, prefix) && key != prefix }, func() { c.Freeze(true) })
+	g := etcd.New(cli, etcd.Options{Key: "lock", TTL: time.Second, Fence: true})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		l, err := g.Acquire(ctx, "cut")
+		if err == nil {
+			err = errors.Join(errors.New("obtained"), l.Release(ctx))
+		}
+		done <- err
+	}()
+	// The token's read, then the lease's revocation, each under its bound.
+	bound := etcd.RequestTimeout + 4*time.Second // slack for a busy machine
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(bound):
+		c.Freeze(false)
+		t.Fatalf("the acquisition cut off from etcd before its token still waits after %s", bound)
+	}
+	if err == nil || errors.Is(err, lease.ErrTaken) || ctx.Err() != nil || !strings.Contains(err.Error(), "token") {
+		t.Fatalf("after %s: err %v (ctx %v), want etcd's failure to read the token", time.Since(start), err, ctx.Err())
+	}
+	c.Freeze(false)
+	locktest.WaitFor(t, 30*time.Second, "the client back and the cut hold's key gone", func() bool {
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		keys, err := cli.Get(rctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		return err == nil && keys.Count == 0
+	})
+	next, err := g.Acquire(ctx, "next")
+	if err != nil {
+		t.Fatal(err)
+	}
+	release(t, next)
 }

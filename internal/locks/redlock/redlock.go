@@ -20,9 +20,11 @@ package redlock
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
@@ -33,6 +35,12 @@ import (
 	"github.com/locklab/locklab/internal/locks/fence"
 	"github.com/redis/go-redis/v9"
 )
+
+//go:embed raise.lua
+var raiseSrc string
+
+// raiseScript writes a token back to a node whose fencing counter is behind.
+var raiseScript = redis.NewScript(raiseSrc)
 
 // ErrNoQuorum means too many nodes failed (not merely refused: they could not
 // be reached) for a majority to be possible, so waiting would be pointless.
@@ -82,16 +90,23 @@ func New(nodes []redis.UniversalClient, opts Options) *Locker {
 // attempt keeps the per-node errors, so a dead majority fails at once while a
 // busy lock is waited for (package retry) until the caller's deadline.
 //
-// With Fence, once the lock is held it INCRs a counter on every node and takes
-// the highest value a majority returned. Weaker than the single-node locks'
-// tokens, and said plainly: redsync takes the lock with its own script, so the
-// token is not issued in the same atomic step as the grant. A holder that
-// stalls between the grant and the INCRs, long enough for its lease to pass
-// and a successor to take the lock and its token, then gets a higher token
-// than the successor's. And a majority of nodes that restart without
-// persistence start their counters again. What it does guarantee: a holder
-// frozen after it has its token (a GC pause mid-sale, the pause-holder case) is
-// refused once any later holder has written.
+// With Fence, once the lock is held it INCRs a counter on every node, takes
+// the highest value as the token, and raises the counters of the nodes that
+// answered less to it (raise.lua, which never lowers one): a majority then
+// holds at least the token, and the next holder's majority, which overlaps
+// it, INCRs past it. So tokens keep rising through nodes that go down and
+// come back, even empty, one at a time (a rolling outage), where the highest
+// INCR alone could sit on a node the next majority missed and every later
+// holder was refused until the counters caught up. Weaker than the
+// single-node locks' tokens, and said plainly: redsync takes the lock with
+// its own script, so the token is not issued in the same atomic step as the
+// grant. A holder that stalls between the grant and the INCRs, long enough
+// for its lease to pass and a successor to take the lock and its token, then
+// gets a higher token than the successor's (or, racing its INCRs, the same
+// one). And a majority of nodes that restart without persistence start their
+// counters again. What it does guarantee: a holder frozen after it has its
+// token (a GC pause mid-sale, the pause-holder case) is refused once any
+// later holder has written.
 func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, error) {
 	ttl := l.opts.TTL
 	if d := chaos.From(ctx).Lease; d > 0 {
@@ -140,34 +155,66 @@ func (l *Locker) release(ctx context.Context, m *redsync.Mutex) error {
 	}
 }
 
-// token INCRs the fencing counter on every node and returns the highest value
-// a majority returned.
+// token INCRs the fencing counter on every node, takes the highest value a
+// majority returned, and writes it back to the nodes that returned less, so
+// that a majority holds it: ErrNoQuorum when fewer than a majority answered
+// either step.
 func (l *Locker) token(ctx context.Context) (int64, error) {
-	type result struct {
-		token int64
-		err   error
-	}
-	results := make(chan result, len(l.clients))
-	for _, c := range l.clients {
-		go func() {
-			n, err := c.Incr(ctx, fence.CounterKey(l.opts.Key)).Result()
-			results <- result{n, err}
-		}()
-	}
+	counter := fence.CounterKey(l.opts.Key)
+	incr := each(l.clients, func(c redis.UniversalClient) (int64, error) { return c.Incr(ctx, counter).Result() })
 	var token int64
 	var failed []error
-	for range l.clients {
-		r := <-results
+	for _, r := range incr {
 		if r.err != nil {
 			failed = append(failed, r.err)
 			continue
 		}
-		token = max(token, r.token)
+		token = max(token, r.n)
 	}
 	if l.nodes-len(failed) < l.quorum {
 		return 0, fmt.Errorf("%w: fencing counter on %d of %d nodes: %w", ErrNoQuorum, l.nodes-len(failed), l.nodes, errors.Join(failed...))
 	}
+	var behind []redis.UniversalClient
+	for i, r := range incr {
+		if r.err == nil && r.n < token {
+			behind = append(behind, l.clients[i])
+		}
+	}
+	holding := l.nodes - len(failed) - len(behind)
+	for _, r := range each(behind, func(c redis.UniversalClient) (int64, error) {
+		return raiseScript.Run(ctx, c, []string{counter}, token).Int64()
+	}) {
+		if r.err != nil {
+			failed = append(failed, r.err)
+			continue
+		}
+		holding++
+	}
+	if holding < l.quorum {
+		return 0, fmt.Errorf("%w: fencing counter raised to %d on %d of %d nodes: %w", ErrNoQuorum, token, holding, l.nodes, errors.Join(failed...))
+	}
 	return token, nil
+}
+
+// reply is one node's answer to a command of each.
+type reply struct {
+	n   int64
+	err error
+}
+
+// each runs do on every client at once and returns their replies, in the
+// clients' order.
+func each(clients []redis.UniversalClient, do func(redis.UniversalClient) (int64, error)) []reply {
+	replies := make([]reply, len(clients))
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Go(func() {
+			n, err := do(c)
+			replies[i] = reply{n, err}
+		})
+	}
+	wg.Wait()
+	return replies
 }
 
 // failedNodes counts the nodes that could not be reached in one attempt.

@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/fence"
 	"github.com/locklab/locklab/internal/locks/redlock"
 	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/redistest"
+	"github.com/locklab/locklab/internal/sale"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -122,12 +124,14 @@ func TestOneAttempt(t *testing.T) {
 	locktest.OneAttempt(t, guard(cluster(t), redlock.Options{}))
 }
 
-// A redlock token is the highest of one counter per node over a majority.
-// Majorities overlap, but the highest can sit on a node the next holder's
-// majority misses: two holders get the same token. (The stock refuses the
-// second by its owner; the lesson is that a fencing token wants one
-// linearizable counter.)
-func TestFencingTokensCanRepeat(t *testing.T) {
+// A redlock token is the highest of one counter per node over a majority,
+// and the nodes of that majority that were behind are raised to it: the
+// highest can no longer sit on a node the next holder's majority misses.
+// Node counters 5, 4 and none; the first holder's majority (nodes 0 and 1)
+// INCRs them to 6 and 5 and raises node 1 to 6; the second's (nodes 1 and 2,
+// node 0 down) reaches 7 on node 1. Without the write-back node 1 stayed at
+// 5, and the second holder got 6 again.
+func TestFencingTokenWrittenBack(t *testing.T) {
 	nodes := cluster(t)
 	ctx := context.Background()
 	counter := fence.CounterKey("lock")
@@ -138,22 +142,85 @@ func TestFencingTokensCanRepeat(t *testing.T) {
 	}
 	g := guard(nodes, redlock.Options{TTL: 10 * time.Second, Fence: true})
 	nodes[2].Stop()
-	first, err := g.TryAcquire(ctx, "first") // nodes 0 and 1: 6 and 5
+	first, err := g.TryAcquire(ctx, "first")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if got := counters(t, nodes[:2]); first.Token() != 6 || got[0] != 6 || got[1] != 6 {
+		t.Fatalf("token %d, counters %v after it; want 6, and 6 on both nodes of its majority", first.Token(), got)
+	}
 	nodes[2].Restart()
 	nodes[0].Stop()
-	second, err := g.TryAcquire(ctx, "second") // nodes 1 and 2: 6 and 1
+	second, err := g.TryAcquire(ctx, "second")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer second.Release(ctx)
-	if first.Token() != 6 || second.Token() != 6 {
-		t.Fatalf("tokens %d then %d; want 6 twice: two holders, one number", first.Token(), second.Token())
+	if second.Token() != 7 {
+		t.Fatalf("tokens %d then %d; want 6 then 7", first.Token(), second.Token())
+	}
+	if got := counters(t, nodes[1:]); got[0] != 7 || got[1] != 7 {
+		t.Fatalf("counters %v on the second majority, want 7 on both (node 2 raised from 1)", got)
+	}
+}
+
+// counters reads the fencing counter of "lock" on each node (0 when unset).
+func counters(t *testing.T, nodes []*redistest.Server) []int64 {
+	t.Helper()
+	var got []int64
+	for _, n := range nodes {
+		v, err := n.Client().Get(context.Background(), fence.CounterKey("lock")).Int64()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+		got = append(got, v)
+	}
+	return got
+}
+
+// A rolling outage: node A down while sales run, then back (empty, restarted
+// without persistence) with B down, then B back with C down. Every fenced
+// sale sells, each with a larger token than the one before. With the token
+// only the highest of the INCRs, the third phase's majority (A and B) had
+// both missed the sales of the second (A) or of the first two (B): their
+// INCRs fell below the newest token the stock had seen, and every fenced
+// sale was refused (412 fenced) until the counters caught up.
+func TestFencedSalesThroughRollingOutage(t *testing.T) {
+	nodes := cluster(t)
+	stock := redistest.Start(t).Client()
+	ctx := context.Background()
+	if err := stock.Set(ctx, api.DefaultStockKey, 100, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	svc := sale.New(stock, sale.Options{AcquireTimeout: 5 * time.Second})
+	m := sale.Method{Name: "redlock", Lock: locktest.Poll(guard(nodes, redlock.Options{TTL: 10 * time.Second, Fence: true})), Fence: "redlock"}
+	var last int64
+	sell := func(phase string) {
+		t.Helper()
+		for range 3 {
+			res, err := svc.Sell(ctx, m)
+			if err != nil {
+				t.Fatalf("%s: sale after token %d: %v", phase, last, err)
+			}
+			if res.Trace.Token <= last {
+				t.Fatalf("%s: token %d after %d", phase, res.Trace.Token, last)
+			}
+			last = res.Trace.Token
+		}
+	}
+	nodes[0].Stop()
+	sell("A down")
+	nodes[0].Restart()
+	nodes[1].Stop()
+	sell("A back, B down")
+	nodes[1].Restart()
+	nodes[2].Stop()
+	sell("B back, C down")
+	if n, err := stock.Get(ctx, api.DefaultStockKey).Int64(); err != nil || n != 91 {
+		t.Fatalf("stock %d (err %v), want 91 after 9 sales", n, err)
 	}
 }
 
