@@ -16,6 +16,9 @@ import (
 // to refuse odd input) and returns the reply, which must be a JSON object.
 func (s *stack) serve(t *testing.T, req *http.Request) (int, http.Header, map[string]any) {
 	t.Helper()
+	if req.Host == "example.com" { // httptest's: a name no replica serves (421)
+		req.Host = "127.0.0.1"
+	}
 	w := httptest.NewRecorder()
 	s.h.ServeHTTP(w, req)
 	var body map[string]any

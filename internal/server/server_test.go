@@ -169,7 +169,7 @@ func TestEveryVersionSellsThenSoldOut(t *testing.T) {
 			s := newStack(t, options{lock: name})
 			s.expect(t, s.do(t, "PUT", "/stock", `{"stock":2}`), 200, map[string]any{"stock": 2.0})
 			s.expect(t, s.do(t, "POST", "/sale", ""), 200, map[string]any{"sold": true, "remaining": 1.0, "lock": name, "replica": "test-1"})
-			s.expect(t, s.do(t, "GET", "/sale", ""), 200, map[string]any{"sold": true, "remaining": 0.0})
+			s.expect(t, s.do(t, "POST", "/sale", ""), 200, map[string]any{"sold": true, "remaining": 0.0})
 			s.expect(t, s.do(t, "POST", "/sale", ""), 409, map[string]any{"sold": false, "remaining": 0.0, "code": "sold_out"})
 			s.expect(t, s.do(t, "GET", "/stock", ""), 200, map[string]any{"key": api.DefaultStockKey, "stock": 0.0})
 		})
