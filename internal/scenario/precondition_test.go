@@ -74,7 +74,7 @@ func TestShortAcquireTimeoutIsRefused(t *testing.T) {
 		if !s.OutwaitsLease {
 			continue
 		}
-		if why := s.Unfit(short); !strings.Contains(why, "INVENTORY_ACQUIRE_TIMEOUT") {
+		if why := s.Unfit(short); !strings.Contains(why, "INVENTORY_ACQUIRE_TIMEOUT") || why != s.Refuses(short) {
 			t.Errorf("%s under -ttl 3s, -acquire-timeout 1s: Unfit %q; want it refused", s.Name, why)
 		}
 		if why := s.Unfit(long); why != "" {

@@ -94,7 +94,17 @@ func (s Scenario) Unfit(e Env) string {
 		return "needs Redis Sentinel watching the stock's node: a local cluster started with SENTINEL=1 FAULTS=1 (make scenarios' second pass)"
 	case !s.NeedsSentinel && len(e.Sentinels) > 0:
 		return "runs on a cluster without Sentinel (make scenarios' first pass): here Sentinel would fail the stock's node over under it"
-	case s.OutwaitsLease && e.AcquireTimeout <= e.TTL:
+	}
+	return s.Refuses(e)
+}
+
+// Refuses says why s, run against e, could mean nothing ("": it could):
+// its successor must outwait the first sale's lease, and the replicas'
+// acquire deadline is not longer than it. Unfit includes it; unlike the
+// other reasons, which only say the cell belongs to another pass, it is
+// an error even where a whole matrix runs.
+func (s Scenario) Refuses(e Env) string {
+	if s.OutwaitsLease && e.AcquireTimeout <= e.TTL {
 		return fmt.Sprintf("needs its second sale to wait past the first one's lease, but the replicas' -acquire-timeout (%s) is not longer than their -ttl (%s): raise INVENTORY_ACQUIRE_TIMEOUT above INVENTORY_TTL", e.AcquireTimeout, e.TTL)
 	}
 	return ""
