@@ -165,6 +165,9 @@ type reply struct {
 	err                    error
 }
 
+// String is the reply as the details print it: "200", "503 lock_timeout".
+func (r reply) String() string { return strings.TrimSpace(fmt.Sprint(r.status, " ", r.code)) }
+
 // sell sends POST /sale?lock=LOCK&HOOKS through nginx with the admin token,
 // in the background.
 func (e Env) sell(ctx context.Context, lock, hooks string) <-chan reply {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strings"
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
@@ -22,7 +21,11 @@ import (
 // 2, finds no lock there and takes it while A still holds its lease: two
 // holders. With replica_ack=1 (Redisson's answer, -replica-ack) A waits
 // after acquiring for the standby's acknowledgement, does not get it within
-// 500 ms, gives the lock up and sells nothing (503): one holder only. After
+// 500 ms, gives the lock up and sells nothing (503): one holder only. That
+// is the +ack cell's precondition, checked: a 503 after a WAIT reached the
+// node, the stock untouched; otherwise the cell is "not tested". An A that
+// sold anyway (the acknowledgement not waited for) is the fix failing: the
+// failover loses its sale, and the cell observes a confirmed sale lost. After
 // the cell the old primary comes back, empty, as the primary again, and the
 // standby follows it.
 func failover(ack bool) runFunc {
@@ -44,8 +47,23 @@ func failover(ack bool) runFunc {
 		var ra reply
 		if ack {
 			// A's acquisition waits for the standby and gives up: its reply
-			// comes before the failover.
-			ra = <-e.sellAt(ctx, e.Replicas[0].URL, lock, hooks+"&replica_ack=1")
+			// comes before the failover. Its precondition: it was the
+			// acknowledgement that stopped it. A 200 is the fix failing,
+			// and the failover shows what that sale lost.
+			waits, err := calls(ctx, e.Redis, "wait")
+			if err != nil {
+				return "", "", err
+			}
+			if ra = <-e.sellAt(ctx, e.Replicas[0].URL, lock, hooks+"&replica_ack=1"); ra.err != nil {
+				return "", "", ra.err
+			}
+			if ra.outcome != api.Sold {
+				why, err := e.ackStopped(ctx, ra, waits, before)
+				if err != nil || why != "" {
+					return notTested(why), "reply " + ra.String(), err
+				}
+				e.mark(e.Replicas[0].Name + " gave the lock up: the standby did not acknowledge it")
+			}
 		} else if a, err = e.heldAndRead(ctx, lock, hooks); err != nil {
 			return "", "", err
 		}
@@ -70,7 +88,10 @@ func failover(ack bool) runFunc {
 		if err != nil {
 			return "", "", err
 		}
-		detail = fmt.Sprintf("replies %d %s, %d; stock %d -> %d on the promoted standby", ra.status, ra.code, rb.status, before, after)
+		detail = fmt.Sprintf("replies %s, %s; stock %d -> %d on the promoted standby", ra, rb, before, after)
+		if ack && confirmedLost(before, after, ra, rb) { // A sold: the acknowledgement did not stop it
+			return ConfirmedLost, detail, nil
+		}
 		return byHistory, detail, nil
 	}
 }
@@ -85,6 +106,7 @@ func failover(ack bool) runFunc {
 // confirmed sale lost. With replica_ack=1 (-replica-ack 1) the write waits for
 // the standby's acknowledgement, does not get it within 500 ms, and A
 // answers 503 indeterminate: no 200 is missing from the promoted stock.
+// writeVerdict checks the cell's precondition first.
 func failoverWrite(ack bool) runFunc {
 	return func(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error) {
 		sb, err := e.standby("failover-write")
@@ -127,6 +149,11 @@ func failoverWrite(ack bool) runFunc {
 		if ra.err != nil {
 			return "", "", ra.err
 		}
+		primary, err1 := e.Redis.Get(ctx, e.StockKey).Int64()
+		standby, err2 := sb.Redis.Get(ctx, e.StockKey).Int64() // its link stalled: it serves what it had
+		if err := errors.Join(err1, err2); err != nil {
+			return "", "", err
+		}
 		failBack, err := e.promote(ctx, sb, heal)
 		if failBack != nil {
 			defer func() { err = errors.Join(err, failBack()) }()
@@ -138,13 +165,42 @@ func failoverWrite(ack bool) runFunc {
 		if err != nil {
 			return "", "", err
 		}
-		sold := map[bool]int64{true: 1}[ra.outcome == api.Sold]
-		detail = fmt.Sprintf("reply %s; stock %d -> %d on the promoted standby", strings.TrimSpace(fmt.Sprint(ra.status, " ", ra.code)), before, after)
-		if sold > before-after {
-			return ConfirmedLost, detail, nil
-		}
-		return NoConfirmedLost, detail, nil
+		detail = fmt.Sprintf("reply %s; stock %d -> %d on the primary, %d on the standby before the failover, %d on the promoted standby", ra, before, primary, standby, after)
+		return writeVerdict(ack, ra, before, primary, standby, after), detail, nil
 	}
+}
+
+// writeVerdict judges failover-write from A's reply ra and the stock: before
+// the sale, on the primary and on the standby once A had answered, and on the
+// promoted standby. Its precondition: A's write reached the primary and not
+// the standby, and A answered 200 (a confirmed sale, which the failover can
+// lose) or, asked for an acknowledgement, 503 indeterminate (the fix holding
+// its reply back). A 200 under the acknowledgement is judged like any other:
+// lost, it fails the cell.
+func writeVerdict(ack bool, ra reply, before, primary, standby, promoted int64) string {
+	switch {
+	case before-primary != 1:
+		return notTested(fmt.Sprintf("the first sale's write never reached the primary (reply %s, its stock %d -> %d)", ra, before, primary))
+	case standby != before:
+		return notTested(fmt.Sprintf("the standby had the first sale's write before the failover (its stock %d -> %d): its link never stalled", before, standby))
+	case ra.outcome != api.Sold && (!ack || ra.code != api.CodeIndeterminate):
+		return notTested(fmt.Sprintf("the first sale answered %s: neither a confirmed sale nor one the acknowledgement held back as indeterminate", ra))
+	case confirmedLost(before, promoted, ra):
+		return ConfirmedLost
+	}
+	return NoConfirmedLost
+}
+
+// confirmedLost reports whether the replies confirmed more sales (200) than
+// the stock went down by, from before to after: a confirmed sale lost.
+func confirmedLost(before, after int64, rs ...reply) bool {
+	sold := int64(0)
+	for _, r := range rs {
+		if r.outcome == api.Sold {
+			sold++
+		}
+	}
+	return sold > before-after
 }
 
 // promote fails the stock's node over: the primary killed, the standby

@@ -45,7 +45,7 @@ const (
 // until S has been refused twice; only then does A resume, write and
 // release. A's key must still be alive on the stock's node when A resumes:
 // any overlap is then the restart's doing, not an expired lease's, and if
-// the lease did run out first the cell says so instead of an outcome.
+// the lease did run out first the cell is "not tested" and says why.
 //
 // The fixes: B stays down until A's lease is over (delayRestart: S cannot
 // reach a majority while A's key lives on the stock's node and B is down,
@@ -176,7 +176,7 @@ func redlockRestart(fix restartFix) runFunc {
 		if left <= 0 {
 			// The overlap, if any, would be an expired lease's: this cell
 			// shows nothing about restarts then.
-			return "the first sale's lease ran out first", detail + ", the first sale's key gone from the stock's node before it resumed", err
+			return notTested("the first sale's lease ran out before it resumed: any overlap would be the expired lease's, not the restart's"), detail + ", the first sale's key gone from the stock's node before it resumed", err
 		}
 		// A's release, which finds its key on the stock's node only, is in
 		// the history (Run adds every failed release to the detail).

@@ -47,6 +47,16 @@ const (
 	NoConfirmedLost  = "no confirmed sale lost"
 )
 
+// NotTested begins the observation of a cell whose precondition did not
+// happen (the holder was never paused while holding, the successor gave up
+// before the lease ran out, the acknowledgement was not what stopped the
+// sale): the cell tested nothing, and says why after it. It is never a
+// pass, whatever was expected: Cell.OK is false for it.
+const NotTested = "not tested: "
+
+// notTested is the observation of a cell whose precondition did not happen.
+func notTested(why string) string { return NotTested + why }
+
 // Scenario is one fault and what each version is expected to do under it.
 type Scenario struct {
 	Name     string            `json:"name"`
@@ -61,6 +71,10 @@ type Scenario struct {
 	// Sentinel watches (SENTINEL=1), and only there: every other scenario
 	// runs where no Sentinel would fail the node over under it.
 	NeedsSentinel bool `json:"needs_sentinel,omitempty"`
+	// OutwaitsLease says that its second sale must be able to wait past
+	// the first one's lease: the replicas' -acquire-timeout must be longer
+	// than their -ttl, or the cell could only see the successor give up.
+	OutwaitsLease bool `json:"outwaits_lease,omitempty"`
 	// LocalOnly says why it runs on the local cluster only ("": it runs
 	// on Compose too, unless it needs the fault proxies).
 	LocalOnly string `json:"local_only,omitempty"`
@@ -68,8 +82,10 @@ type Scenario struct {
 }
 
 // Unfit says why s cannot run against e ("": it can): the fault proxies it
-// needs, or the Sentinel topology it needs or must not have. make scenarios
-// runs its matrix in two passes, without Sentinel and with it.
+// needs, the Sentinel topology it needs or must not have, or an acquire
+// deadline too short for its successor to outwait the lease (it could not
+// mean anything: refused before any fault). make scenarios runs its matrix
+// in two passes, without Sentinel and with it.
 func (s Scenario) Unfit(e Env) string {
 	switch {
 	case s.NeedsFaults && e.Faults == nil:
@@ -78,6 +94,18 @@ func (s Scenario) Unfit(e Env) string {
 		return "needs Redis Sentinel watching the stock's node: a local cluster started with SENTINEL=1 FAULTS=1 (make scenarios' second pass)"
 	case !s.NeedsSentinel && len(e.Sentinels) > 0:
 		return "runs on a cluster without Sentinel (make scenarios' first pass): here Sentinel would fail the stock's node over under it"
+	}
+	return s.Refuses(e)
+}
+
+// Refuses says why s, run against e, could mean nothing ("": it could):
+// its successor must outwait the first sale's lease, and the replicas'
+// acquire deadline is not longer than it. Unfit includes it; unlike the
+// other reasons, which only say the cell belongs to another pass, it is
+// an error even where a whole matrix runs.
+func (s Scenario) Refuses(e Env) string {
+	if s.OutwaitsLease && e.AcquireTimeout <= e.TTL {
+		return fmt.Sprintf("needs its second sale to wait past the first one's lease, but the replicas' -acquire-timeout (%s) is not longer than their -ttl (%s): raise INVENTORY_ACQUIRE_TIMEOUT above INVENTORY_TTL", e.AcquireTimeout, e.TTL)
 	}
 	return ""
 }
@@ -119,8 +147,12 @@ type Cell struct {
 }
 
 // OK reports whether the observation matched the expectation, and the
-// history agrees with it.
-func (c Cell) OK() bool { return c.Expected == c.Observed && c.Evidence == "" }
+// history agrees with it. A cell that tested nothing is never OK.
+func (c Cell) OK() bool { return c.Expected == c.Observed && c.Evidence == "" && !c.NotTested() }
+
+// NotTested reports whether the cell's precondition did not happen: its
+// observation says "not tested" and why.
+func (c Cell) NotTested() bool { return strings.HasPrefix(c.Observed, NotTested) }
 
 // All lists the scenarios: what each injects and what each version is
 // expected to do, read from scenarios.json (prose, kept as data), each bound
@@ -247,6 +279,8 @@ func agrees(observed string, v checker.Verdict) string {
 		}
 	case observed == NoOversell && (v.TwoHolders != 0 || v.LostUpdates != 0):
 		return "no oversell, but the history shows two holders or a lost update"
+	case observed == NoTwoHolders && v.LostUpdates != 0:
+		return "no two holders, but the history shows a lost update"
 	case observed == StaleRefused && (v.TwoHolders == 0 || v.LostUpdates != 0):
 		return "a refused stale write, but the history does not show two holders without a lost update"
 	case (observed == AllWoken || observed == Stranded || observed == StrandsCleanly) && (v.TwoHolders != 0 || v.LostUpdates != 0):
@@ -300,17 +334,31 @@ func slowHeld(ctx context.Context, e Env, lock string, before int64, fenced bool
 		return "", "", err
 	}
 	oversold, detail, err := e.oversold(ctx, before, rs, rb)
-	switch {
-	case err != nil:
+	if err != nil {
 		return "", "", err
+	}
+	return slowVerdict(oversold, held, rs, rb, e.TTL), detail, nil
+}
+
+// slowVerdict judges slow-holder from the first sale's reply rs, the second's
+// rb, the units oversold and whether a lock was held when the first sale
+// answered. Its precondition is that B waited past A's lease (the lease was
+// at most ttl, and B was sent once A held the lock), or sold: a B that gave
+// up sooner could never have overlapped A, and "no oversell" would say
+// nothing about the lock.
+func slowVerdict(oversold, held int64, rs, rb reply, ttl time.Duration) string {
+	switch {
+	case oversold == 0 && rb.outcome != api.Sold && rb.elapsed < ttl:
+		return notTested(fmt.Sprintf("B answered %s after %s, before A's %s lease ran out: raise INVENTORY_ACQUIRE_TIMEOUT above INVENTORY_TTL",
+			rb, rb.elapsed.Round(time.Millisecond), ttl))
 	case oversold == 0 && rs.code == api.CodeFenced:
-		return StaleRefused, detail, nil
+		return StaleRefused
 	case oversold == 0:
-		return NoOversell, detail, nil
+		return NoOversell
 	case held == 0:
-		return ForeignDelete, detail, nil
+		return ForeignDelete
 	default:
-		return NoForeignDelete, detail, nil
+		return NoForeignDelete
 	}
 }
 

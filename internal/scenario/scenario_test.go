@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 
@@ -100,7 +101,9 @@ func TestLessonsNameRealCells(t *testing.T) {
 // watches): the catalogue's needs_sentinel must agree, and every scenario
 // fits exactly one of the two passes' clusters.
 func TestSentinelPassAgreesWithCatalogue(t *testing.T) {
-	plain, sentinel := Env{Faults: &toxiproxy.Client{}}, Env{Faults: &toxiproxy.Client{}, Sentinels: []string{"127.0.0.1:26380"}}
+	// Each pass's own lease and acquire deadline (make scenarios' settings).
+	plain := Env{Faults: &toxiproxy.Client{}, TTL: time.Second, AcquireTimeout: 5 * time.Second}
+	sentinel := Env{Faults: &toxiproxy.Client{}, Sentinels: []string{"127.0.0.1:26380"}, TTL: 15 * time.Second, AcquireTimeout: 5 * time.Second}
 	for _, s := range All {
 		if s.NeedsSentinel != strings.Contains(s.Name, "sentinel") {
 			t.Errorf("%s: needs_sentinel %v, but make scenarios picks its pass by the name", s.Name, s.NeedsSentinel)

@@ -33,7 +33,7 @@ const sentinelPoll = 50 * time.Millisecond
 // proxy, which drops every byte). Holder A, on replica 1, takes the lock and
 // stops itself right before its write, holding it (the pass runs with a
 // lease longer than a failover, 15 s, and the cell checks that B came within
-// A's lease, or says the failover outlasted it). The primary is killed;
+// A's lease, or is "not tested": the failover outlasted it). The primary is killed;
 // nothing else is done by hand: the cell waits until the sentinels name a
 // standby as the primary, and every replica's client follows them there.
 // Sale B, on replica 2, finds no lock on the promoted standby and takes it
@@ -42,7 +42,9 @@ const sentinelPoll = 50 * time.Millisecond
 // waits for a standby's acknowledgement, does not get it within 500 ms and
 // gives the lock up (503) before it would have stopped: one holder only. The
 // cell checks that it was the acknowledgement that stopped A (a WAIT reached
-// the node, A never stopped), not something else that failed.
+// the node, A never stopped, the stock untouched: gaveUpForAck), not
+// something else that failed; if not, or if B came only after A's lease, it
+// is "not tested" and says why.
 //
 // Afterwards the old primary comes back, empty, is made a replica of the
 // promoted standby and caught up, and Sentinel is told to fail over to it
@@ -112,8 +114,15 @@ func failoverSentinel(ack bool) runFunc {
 			return "", "", fmt.Errorf("the first sale neither stopped before its write nor answered: %w", werr)
 		}
 		if a == nil { // A answered without stopping: it gave the lock up, or failed
-			if err := e.gaveUp(ctx, ack, ra, waits); err != nil {
-				return "", "", err
+			if ra.err != nil {
+				return "", "", ra.err
+			}
+			if !ack {
+				return "", "", fmt.Errorf("the first sale answered %s without stopping before its write", ra)
+			}
+			why, err := e.ackStopped(ctx, ra, waits, before)
+			if err != nil || why != "" {
+				return notTested(why), "reply " + ra.String(), err
 			}
 			e.mark(e.Replicas[0].Name + " gave the lock up: no standby acknowledged it")
 		} else {
@@ -156,7 +165,7 @@ func failoverSentinel(ack bool) runFunc {
 			return "", "", err
 		}
 		if a != nil && time.Since(aSent) >= e.TTL { // A took the lock after aSent: its lease ended after aSent + TTL
-			return "", "", fmt.Errorf("sale B answered %s after A's sale was sent, past A's lease (-ttl %s): any overlap would be the lease's, not the failover's; give the replicas a longer -ttl", time.Since(aSent).Round(time.Millisecond), e.TTL)
+			return notTested(fmt.Sprintf("sale B answered %s after A's sale was sent, past A's lease (-ttl %s): any overlap would be the lease's, not the failover's; give the replicas a longer -ttl", time.Since(aSent).Round(time.Millisecond), e.TTL)), "", nil
 		}
 		if a != nil {
 			e.mark(e.Replicas[0].Name + " resumed")
@@ -172,31 +181,41 @@ func failoverSentinel(ack bool) runFunc {
 		if err != nil {
 			return "", "", err
 		}
-		detail = fmt.Sprintf("replies %s, %s (B's try %d); stock %d -> %d on the standby Sentinel promoted",
-			strings.TrimSpace(fmt.Sprint(ra.status, " ", ra.code)), strings.TrimSpace(fmt.Sprint(rb.status, " ", rb.code)), tries, before, after)
+		detail = fmt.Sprintf("replies %s, %s (B's try %d); stock %d -> %d on the standby Sentinel promoted", ra, rb, tries, before, after)
 		return byHistory, detail, nil
 	}
 }
 
-// gaveUp checks that A, which answered ra without stopping before its
-// write, gave the lock up for want of an acknowledgement: it was asked for
-// one, answered 503, and a WAIT reached the stock's node (there were waits
-// before). Anything else is the cell's error, not an outcome.
-func (e Env) gaveUp(ctx context.Context, ack bool, ra reply, waits int64) error {
-	if ra.err != nil {
-		return ra.err
+// ackStopped says why A, which answered ra without selling, did not give
+// the lock up for want of an acknowledgement ("" when it did): gaveUpForAck
+// on the stock's node's WAITs since there were waits, and its stock since it
+// was before.
+func (e Env) ackStopped(ctx context.Context, ra reply, waits, before int64) (string, error) {
+	n, err1 := calls(ctx, e.Redis, "wait")
+	stock, err2 := e.Redis.Get(ctx, e.StockKey).Int64()
+	if err := errors.Join(err1, err2); err != nil {
+		return "", err
 	}
-	if !ack || ra.status != http.StatusServiceUnavailable {
-		return fmt.Errorf("the first sale answered %d %s without stopping before its write", ra.status, ra.code)
+	return gaveUpForAck(ra, n > waits, before-stock), nil
+}
+
+// gaveUpForAck is the +ack cells' precondition: A, asked to wait for a
+// standby's acknowledgement of its lock, gave the lock up for want of one.
+// It says why not ("" when it did): A answered 503, a WAIT reached the
+// stock's node meanwhile (waited), and A took nothing from the stock
+// (wrote, the units it went down by). A 503 for another reason (the lock
+// not obtained, a node unreachable) tested nothing about the
+// acknowledgement.
+func gaveUpForAck(ra reply, waited bool, wrote int64) string {
+	switch {
+	case ra.status != http.StatusServiceUnavailable:
+		return fmt.Sprintf("the first sale answered %s: it neither held the lock through the fault nor gave it up for want of an acknowledgement", ra)
+	case !waited:
+		return fmt.Sprintf("the first sale answered %s, but no WAIT reached the stock's node: something other than the acknowledgement stopped it", ra)
+	case wrote != 0:
+		return fmt.Sprintf("the first sale answered %s, but the stock went down by %d: it wrote", ra, wrote)
 	}
-	n, err := calls(ctx, e.Redis, "wait")
-	if err != nil {
-		return err
-	}
-	if n <= waits {
-		return fmt.Errorf("the first sale answered 503 %s, but no WAIT reached the stock's node: it did not give the lock up for want of an acknowledgement", ra.code)
-	}
-	return nil
+	return ""
 }
 
 // sellOnPromoted is sale B, on replica 2, once its client has found the
