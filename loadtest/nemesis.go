@@ -54,24 +54,24 @@ type nemesisResult struct {
 // load test runs them) for -duration while the seeded schedule of faults
 // hits the processes those versions use, and lets the checker decide.
 func runNemesis(ctx context.Context, o options, stdout, stderr io.Writer) int {
+	if _, err := nemesisRuns(o); err != nil { // before the cluster: nothing to connect to for a refusal
+		fmt.Fprintln(stderr, "loadtest: -nemesis:", err)
+		return 2
+	}
+	env, _, err := scenarioEnv(ctx, &o) // the admin token too, from the local cluster's state
+	if err != nil {
+		fmt.Fprintln(stderr, "loadtest:", err)
+		return 1
+	}
+	defer env.Close()
 	cfg := o.cfg
 	if cfg.Rate == 0 {
 		cfg.Rate = scenario.NemesisRate
 	}
 	cfg.Requests = int(cfg.Rate*cfg.Duration.Seconds()) + 1
 	cfg.Stock = int64(cfg.Requests) // never sold out: every sale tests the lock
-	o.cfg = cfg
-	runs, err := nemesisRuns(o)
-	if err != nil {
-		fmt.Fprintln(stderr, "loadtest: -nemesis:", err)
-		return 2
-	}
-	env, _, err := scenarioEnv(ctx, &o)
-	if err != nil {
-		fmt.Fprintln(stderr, "loadtest:", err)
-		return 1
-	}
-	defer env.Close()
+	o.cfg = cfg                     // the runs' load, and the report's header
+	runs, _ := nemesisRuns(o)
 	faults := env.Schedule(o.seed, cfg.Duration, o.locks...)
 	fmt.Fprintf(stderr, "nemesis: seed %d, %d faults over %s, load %.0f sales/s (lease %s):\n", o.seed, len(faults), cfg.Duration, cfg.Rate, env.TTL)
 	for _, f := range faults {
