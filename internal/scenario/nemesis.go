@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/versions"
 )
 
 // The nemesis (-nemesis): a seeded schedule of faults that hits random
@@ -19,8 +21,8 @@ import (
 
 // Fault kinds.
 const (
-	FaultPause      = "pause"       // SIGSTOP a replica or a Redis node for For
-	FaultKill       = "kill"        // SIGKILL a replica or a redlock-only node, start it again
+	FaultPause      = "pause"       // SIGSTOP a replica or a server of a lock (Redis, etcd, ZooKeeper, MariaDB) for For
+	FaultKill       = "kill"        // SIGKILL a replica or a server of a lock (never the stock's node), start it again
 	FaultPartition  = "partition"   // cut a replica off from a Redis node for For
 	FaultDelay      = "delay"       // delay what a replica sends to a node by Latency, for For
 	FaultSlowHolder = "slow-holder" // one sale of the load holds the lock for For
@@ -48,14 +50,32 @@ func (f Fault) String() string {
 }
 
 // Schedule draws the faults of a run of length d from seed: the same seed,
-// lease and cluster give the same schedule. Faults start after one lease of
-// load and are spaced 0.5-2 leases apart; each kind is equally likely, and
-// its target is drawn from those it can hit (the network and clock faults
-// need the local cluster's fault proxies and clock shim: FAULTS=1).
-func (e Env) Schedule(seed uint64, d time.Duration) []Fault {
+// lease, cluster and locks give the same schedule. The targets are the
+// processes the locks' sales use (Uses; no locks: every version's, so every
+// process of the cluster), so etcd's members, ZooKeeper's and MariaDB are
+// faulted when a lock on them runs, and a Redis node only redlock uses only
+// when redlock does. Faults start after one lease of load and are spaced
+// 0.5-2 leases apart; each kind is equally likely, and its target is drawn
+// from those it can hit (the network and clock faults reach the Redis nodes
+// only, through the local cluster's fault proxies and clock shim: FAULTS=1).
+func (e Env) Schedule(seed uint64, d time.Duration, locks ...string) []Fault {
+	if len(locks) == 0 {
+		locks = versions.Names()
+	}
 	r := rand.New(rand.NewPCG(seed, 0x6c6f636b6c6162)) // "locklab"
 	replicas := []string{e.Replicas[0].Name, e.Replicas[1].Name}
-	nodes := append([]string{e.StockNode}, e.SpareNodes...)
+	var nodes, servers []string // Redis nodes; the other locks' servers
+	for _, lock := range locks {
+		for _, p := range e.Uses(lock) {
+			switch {
+			case slices.Contains(replicas, p), slices.Contains(nodes, p), slices.Contains(servers, p):
+			case p == e.StockNode || slices.Contains(e.SpareNodes, p):
+				nodes = append(nodes, p)
+			default:
+				servers = append(servers, p)
+			}
+		}
+	}
 	kinds := []string{FaultPause, FaultKill, FaultSlowHolder}
 	if e.Faults != nil {
 		kinds = append(kinds, FaultPartition, FaultDelay, FaultClockJump)
@@ -63,21 +83,26 @@ func (e Env) Schedule(seed uint64, d time.Duration) []Fault {
 	leases := func(lo, hi float64) time.Duration { // lo to hi leases
 		return time.Duration((lo + r.Float64()*(hi-lo)) * float64(e.TTL)).Round(time.Millisecond)
 	}
-	pick := func(from []string) string { return from[r.IntN(len(from))] }
+	pick := func(from ...[]string) string {
+		all := slices.Concat(from...)
+		return all[r.IntN(len(all))]
+	}
+	// Never the stock's node: it would come back without the stock.
+	killable := slices.DeleteFunc(slices.Clone(nodes), func(n string) bool { return n == e.StockNode })
 	var faults []Fault
 	for at := e.TTL; ; {
 		f := Fault{At: at, Kind: pick(kinds)}
 		switch f.Kind {
-		case FaultPause: // a process pause (seed 003's P) hits a replica two times in three
-			f.Target, f.For = pick(append(append(replicas, replicas...), nodes...)), leases(1.5, 3)
-		case FaultKill: // never the stock's node: it would come back without the stock
-			f.Target = pick(append(replicas, e.SpareNodes...))
+		case FaultPause: // a process pause (seed 003's P) hits a replica about half the time
+			f.Target, f.For = pick(replicas, replicas, nodes, servers), leases(1.5, 3)
+		case FaultKill:
+			f.Target = pick(replicas, killable, servers)
 		case FaultPartition:
 			f.Target, f.For = pick(replicas)+">"+pick(nodes), leases(1.5, 3)
 		case FaultDelay:
 			f.Target, f.For, f.Latency = pick(replicas)+">"+pick(nodes), leases(2, 4), leases(0.5, 1)
 		case FaultSlowHolder:
-			f.Target, f.For = "the load's next sale", leases(1.5, 2)
+			f.Target, f.For = SlowHolderTarget, leases(1.5, 2)
 		case FaultClockJump:
 			f.Target, f.For, f.Latency = pick(nodes), leases(2, 3), 2*e.TTL
 		}
@@ -87,6 +112,71 @@ func (e Env) Schedule(seed uint64, d time.Duration) []Fault {
 		faults = append(faults, f)
 		at += f.For + leases(0.5, 2)
 	}
+}
+
+// SlowHolderTarget is a slow holder's target: the load's own sale.
+const SlowHolderTarget = "the load's next sale"
+
+// Uses lists the processes a sale of lock goes through on e's cluster: the
+// two replicas (the load spreads over them; v1's goes to one, see Touches),
+// the stock's Redis node (every sale reads and writes the stock there, and a
+// holder stalled on it outlives its lease as a paused one does), and the
+// servers its lock lives on, as the catalogue says: redlock's other Redis
+// nodes, etcd's members, ZooKeeper's (Needs "zk"), MariaDB (Needs "db").
+func (e Env) Uses(lock string) []string {
+	procs := []string{e.Replicas[0].Name, e.Replicas[1].Name, e.StockNode}
+	switch {
+	case lock == "redlock":
+		procs = append(procs, e.SpareNodes...)
+	case lock == "etcd":
+		for _, m := range e.EtcdMembers {
+			procs = append(procs, m.Name)
+		}
+	case versions.NeedsZK(lock):
+		for _, m := range e.ZKMembers {
+			procs = append(procs, m.Name)
+		}
+	case versions.NeedsDB(lock) && e.DBNode != "":
+		procs = append(procs, e.DBNode)
+	}
+	return procs
+}
+
+// Touches reports whether f hit one of procs: its process, either end of a
+// partition or delay; a slow holder is one of the load's own sales, so it
+// touches every run.
+func (f Fault) Touches(procs []string) bool {
+	if f.Kind == FaultSlowHolder {
+		return true
+	}
+	from, to, _ := strings.Cut(f.Target, ">")
+	return slices.Contains(procs, from) || (to != "" && slices.Contains(procs, to))
+}
+
+// Touching counts the faults that hit one of procs: the faults a run whose
+// sales used procs was put through.
+func Touching(faults []Fault, procs []string) int {
+	n := 0
+	for _, f := range faults {
+		if f.Touches(procs) {
+			n++
+		}
+	}
+	return n
+}
+
+// KilledReplicas are the kills of the faults that hit one of replicas. A
+// replica keeps its history in memory: killed, it comes back with none, so
+// the sales it served before are missing from the evidence (and its ring,
+// not full, does not say so).
+func KilledReplicas(faults []Fault, replicas []string) []Fault {
+	var killed []Fault
+	for _, f := range faults {
+		if f.Kind == FaultKill && slices.Contains(replicas, f.Target) {
+			killed = append(killed, f)
+		}
+	}
+	return killed
 }
 
 // Nemesis runs faults against e, each at start + its At, until they are all
