@@ -269,7 +269,7 @@ func (l *Lab) execute(ctx context.Context, r *run) {
 		cfg.Rate, cfg.Duration = scenario.NemesisRate, time.Duration(r.settings.Seconds)*time.Second
 		cfg.Requests = int(cfg.Rate*cfg.Duration.Seconds()) + 1
 		cfg.Stock = int64(cfg.Requests)
-		faults = env.Schedule(r.settings.Seed, cfg.Duration)
+		faults = env.Schedule(r.settings.Seed, cfg.Duration, r.settings.Locks...)
 	}
 	r.mu.Lock()
 	r.cfg, r.faults = cfg, faults
