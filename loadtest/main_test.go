@@ -13,12 +13,7 @@ import (
 )
 
 func TestExitStatus(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) + "/sale"
-	ln.Close()
+	closed := closedURL(t)
 	for name, tc := range map[string]struct {
 		args   []string
 		status int
@@ -81,6 +76,17 @@ func TestNotShownSafe(t *testing.T) {
 }
 
 func noEnv(string) string { return "" }
+
+// closedURL is a /sale URL on a port nothing listens on: a run that starts
+// fails to reach it (exit 1).
+func closedURL(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return "http://127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) + "/sale"
+}
 
 // The admin token and the Redis password come from the service's variables
 // when no flag gives them (the flag wins), so that our own tooling never puts
@@ -149,12 +155,7 @@ func TestNoDatabase(t *testing.T) {
 // -expect-safe. The old load test ran each of these (and passed the first,
 // the scenarios and the -stock 0 on a cluster).
 func TestRefusedBeforeAnyLoad(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) + "/sale"
-	ln.Close()
+	closed := closedURL(t)
 	for name, tc := range map[string]struct {
 		args []string
 		says string

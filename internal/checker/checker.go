@@ -185,11 +185,12 @@ func Check(r Run) Verdict {
 	return v
 }
 
-// untested says why no request can have taken effect: "no requests", or
-// their outcomes ("1000 requests: 1000 failed").
+// untested says why no request can have taken effect: none in the client's
+// history (a scenario cell judges the replicas' records only), or their
+// outcomes ("1000 requests: 1000 failed").
 func untested(ops []Op) string {
 	if len(ops) == 0 {
-		return "no requests"
+		return "no requests in the client's history"
 	}
 	by := map[string]int{}
 	for _, op := range ops {
