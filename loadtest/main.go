@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -69,7 +70,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	fs.StringVar(&o.cfg.AdminToken, "admin-token", "", "bearer token for PUT /stock, GET /history, the fault hooks, and ?lock= on a stack published beyond loopback, when the service requires one; "+
 		"default: $"+tokenEnv+", or with -scenario or -nemesis on the local cluster, its own (in its state file). "+
 		"Prefer those: a flag's value is on the command line, which every user of the machine can read")
-	fs.BoolVar(&o.expectSafe, "expect-safe", false, "exit 1 when a version other than none and v2 oversold")
+	fs.BoolVar(&o.expectSafe, "expect-safe", false, "exit 1 when a version other than none and v2 oversold, or any version tested too little (sold nothing, or served under half its requests)")
 	fs.BoolVar(&o.cfg.Plain, "plain", false, "just fire -n GET requests at -url (no stock, no ?lock=): to measure the load test itself")
 	fs.StringVar(&o.scenario, "scenario", "", "run a fault scenario instead of the load test: "+scenarioNames()+", or all (needs replicas started with -chaos and -admin-token)")
 	fs.StringVar(&o.runDir, "run-dir", ".run", "with -scenario or -nemesis: the local cluster's run directory (its state file: the Redis nodes to watch, the processes to freeze and kill)")
@@ -79,7 +80,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	fs.BoolVar(&o.nemesis, "nemesis", false, "keep a steady load (-rate, default 30/s) on each version for -duration while a seeded schedule of faults (pause, kill, partition, delay, slow holder, clock jump) hits random targets of the local cluster (make scenarios' cluster: -chaos, -admin-token, FAULTS=1), and let the history checker decide")
 	fs.DurationVar(&o.cfg.Duration, "duration", 0, "with -nemesis: how long the load runs (required)")
 	fs.Uint64Var(&o.seed, "seed", 1, "with -nemesis: the schedule's seed (the same seed, lease and cluster: the same schedule)")
-	fs.BoolVar(&o.cfg.Fence, "fence", false, "fencing on for every sale (the fence=1 hook; needs -admin-token and replicas with -chaos)")
+	fs.BoolVar(&o.cfg.Fence, "fence", false, "fencing on for every sale (the fence=1 hook; needs -admin-token and replicas with -chaos); only for versions that hand out tokens ("+strings.Join(versions.Fencing(), " ")+")")
 	fs.BoolVar(&o.expectUnsafe, "expect-unsafe", false, "with -nemesis: exit 1 when it found no violation for a version")
 	fs.StringVar(&o.doc, "doc", "", "with -scenario: write the observed matrix into this Markdown file's generated section (scenarios-observed: docs/faults.md; scenarios-observed-sentinel on a cluster Redis Sentinel watches)")
 	fs.Func("note", "a line about the setup, shown in the report (repeatable)", func(s string) error {
@@ -89,6 +90,9 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	err := cli.Parse(fs, args, 0)
 	if err != nil {
 		return o, err
+	}
+	if err := unused(fs, o); err != "" {
+		return o, cli.UsageError(stderr, "loadtest", "%s", err)
 	}
 	o.cfg.AdminToken = cmp.Or(o.cfg.AdminToken, getenv(tokenEnv))
 	o.redisPass = cmp.Or(o.redisPass, getenv(passwordEnv), "locklab")
@@ -123,7 +127,61 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 		return o, cli.UsageError(stderr, "loadtest", "%s", err)
 	}
 	o.locks = locks
+	if o.cfg.Fence {
+		if i := slices.IndexFunc(locks, func(l string) bool { v, _ := versions.Lookup(l); return !v.Fences() }); i >= 0 {
+			return o, cli.UsageError(stderr, "loadtest", "-fence: %s hands out no fencing token (every sale would be refused, and the run test nothing); the versions that fence: %s",
+				locks[i], strings.Join(versions.Fencing(), " "))
+		}
+	}
+	if o.expectSafe && o.cfg.Stock == 0 {
+		return o, cli.UsageError(stderr, "loadtest", "-stock 0 with -expect-safe: with nothing to sell, no lock can show it is safe")
+	}
+	if o.scenario != "" {
+		if why := noCell(o.scenario, o.locks); why != "" {
+			return o, cli.UsageError(stderr, "loadtest", "-scenario %s with -lock %s %s", o.scenario, o.lockList, why)
+		}
+	}
 	return o, nil
+}
+
+// modeFlags are the flags only some modes use (the others are everyone's).
+// Given to a mode that does not list it, such a flag would be ignored: a
+// run that ignored -fence or -wait reads as if it had tested them.
+var modeFlags = map[string][]string{
+	"load test":  {"n", "c", "rate", "stock", "lock", "wait", "fence", "expect-safe"},
+	"-plain run": {"n", "c", "rate"},
+	"scenarios":  {"lock", "doc"},
+	"nemesis":    {"duration", "seed", "expect-unsafe"},
+}
+
+// unused says which flags given the mode of o does not use, if any. The
+// nemesis's are left to it (loadtest/nemesis.go).
+func unused(fs *flag.FlagSet, o options) string {
+	mode := "load test"
+	switch {
+	case o.nemesis:
+		return ""
+	case o.scenario != "":
+		mode = "scenarios"
+	case o.cfg.Plain:
+		mode = "-plain run"
+	}
+	var bad []string
+	fs.Visit(func(f *flag.Flag) {
+		if slices.Contains(modeFlags[mode], f.Name) {
+			return
+		}
+		for _, names := range modeFlags {
+			if slices.Contains(names, f.Name) {
+				bad = append(bad, "-"+f.Name)
+				return
+			}
+		}
+	})
+	if len(bad) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: not used by the %s: it would be ignored", strings.Join(bad, " "), mode)
 }
 
 // parseWaits turns "", "all", "notify" or "poll,handoff" into the waits to
@@ -263,8 +321,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stderr, "loadtest: report written to", o.out)
 	}
 	if o.expectSafe {
-		if unsafe := oversoldSafe(results); len(unsafe) > 0 {
-			fmt.Fprintf(stderr, "loadtest: -expect-safe: %s oversold\n", strings.Join(unsafe, ", "))
+		if unsafe := notShownSafe(results); len(unsafe) > 0 {
+			fmt.Fprintf(stderr, "loadtest: -expect-safe: %s\n", strings.Join(unsafe, "; "))
 			return 1
 		}
 	}
@@ -278,12 +336,18 @@ func lockName(lock string) string {
 	return lock
 }
 
-// oversoldSafe lists the versions expected to be safe that oversold anyway.
-func oversoldSafe(results []loadtest.Result) []string {
+// notShownSafe lists the runs that do not show what -expect-safe expects:
+// a version expected to be safe that oversold anyway, and any run that
+// tested too little to show anything (it sold nothing, or served under
+// half its requests: Result.TooLittle).
+func notShownSafe(results []loadtest.Result) []string {
 	var bad []string
 	for _, r := range results {
 		if v, _ := versions.Lookup(r.Lock); v.Safe && r.Oversold > 0 {
-			bad = append(bad, fmt.Sprintf("%s (%d)", r.Lock, r.Oversold))
+			bad = append(bad, fmt.Sprintf("%s oversold %d", r.Label(), r.Oversold))
+		}
+		if r.TooLittle != "" {
+			bad = append(bad, fmt.Sprintf("%s tested too little: %s", r.Label(), r.TooLittle))
 		}
 	}
 	return slices.Clip(bad)

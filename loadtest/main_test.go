@@ -13,12 +13,7 @@ import (
 )
 
 func TestExitStatus(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) + "/sale"
-	ln.Close()
+	closed := closedURL(t)
 	for name, tc := range map[string]struct {
 		args   []string
 		status int
@@ -70,15 +65,28 @@ func TestWaitsAndRuns(t *testing.T) {
 	}
 }
 
-// -expect-safe fails only for versions expected to be safe.
-func TestOversoldSafe(t *testing.T) {
-	got := oversoldSafe([]loadtest.Result{{Lock: "none", Oversold: 9}, {Lock: "v2", Oversold: 3}, {Lock: "v6", Oversold: 0}, {Lock: "v4", Oversold: 2}})
-	if len(got) != 1 || !strings.HasPrefix(got[0], "v4") {
-		t.Fatalf("got %v, want only v4", got)
+// -expect-safe fails for an oversell only for versions expected to be safe,
+// and for any run that tested too little.
+func TestNotShownSafe(t *testing.T) {
+	got := notShownSafe([]loadtest.Result{{Lock: "none", Oversold: 9}, {Lock: "v2", Oversold: 3}, {Lock: "v6", Oversold: 0}, {Lock: "v4", Oversold: 2},
+		{Lock: "atomic", TooLittle: "sold nothing"}})
+	if len(got) != 2 || !strings.HasPrefix(got[0], "v4 oversold") || got[1] != "atomic tested too little: sold nothing" {
+		t.Fatalf("got %v, want v4 and atomic", got)
 	}
 }
 
 func noEnv(string) string { return "" }
+
+// closedURL is a /sale URL on a port nothing listens on: a run that starts
+// fails to reach it (exit 1).
+func closedURL(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return "http://127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) + "/sale"
+}
 
 // The admin token and the Redis password come from the service's variables
 // when no flag gives them (the flag wins), so that our own tooling never puts
@@ -109,7 +117,7 @@ func TestSecretsFromEnvironment(t *testing.T) {
 	if _, err := parse([]string{"-fence"}, noEnv, new(bytes.Buffer)); err == nil {
 		t.Error("-fence with no token anywhere: accepted")
 	}
-	if _, err := parse([]string{"-fence", "-nemesis", "-duration", "1s"}, noEnv, new(bytes.Buffer)); err != nil {
+	if _, err := parse([]string{"-fence", "-nemesis", "-duration", "1s", "-lock", "v6"}, noEnv, new(bytes.Buffer)); err != nil {
 		t.Errorf("-fence -nemesis on the local cluster: %v", err)
 	}
 }
@@ -137,5 +145,69 @@ func TestNoDatabase(t *testing.T) {
 	if !strings.Contains(stderr.String(), "left out zk, db-seed, db") || strings.Contains(stdout.String(), `"lock":"db`) ||
 		strings.Contains(stdout.String(), `"lock":"zk"`) || !strings.Contains(stdout.String(), `"lock":"atomic"`) {
 		t.Fatalf("-lock all on a stack with no database: stderr %q, stdout\n%s", stderr.String(), stdout.String())
+	}
+}
+
+// What cannot mean anything is refused before any load (exit 2, saying
+// why; the URL is closed, so a run that started would exit 1): fencing a
+// version that hands out no token, a selection of scenarios and versions
+// that runs no cell, a flag the mode would ignore, nothing to sell with
+// -expect-safe. The old load test ran each of these (and passed the first,
+// the scenarios and the -stock 0 on a cluster).
+func TestRefusedBeforeAnyLoad(t *testing.T) {
+	closed := closedURL(t)
+	for name, tc := range map[string]struct {
+		args []string
+		says string
+	}{
+		"fence atomic":          {[]string{"-lock", "atomic", "-fence", "-expect-safe", "-admin-token", "t"}, "-fence: atomic hands out no fencing token"},
+		"fence a library":       {[]string{"-lock", "v6,redislock", "-fence", "-admin-token", "t"}, "-fence: redislock hands out no fencing token"},
+		"fence all":             {[]string{"-lock", "all", "-fence", "-admin-token", "t"}, "the versions that fence: v3 v4 v5 v6 v7 v8 redlock etcd zk db"},
+		"scenario, no version":  {[]string{"-scenario", "slow-holder", "-lock", "v1,v2,v3,atomic"}, "runs no cell: it applies only to v4 v5 v6 v7 v8 etcd zk db redislock"},
+		"scenario, other":       {[]string{"-scenario", "lost-lease", "-lock", "v6"}, "-scenario lost-lease with -lock v6 runs no cell"},
+		"scenario, fence, wait": {[]string{"-scenario", "slow-holder", "-lock", "v6", "-fence", "-wait", "handoff"}, "-fence -wait: not used by the scenarios"},
+		"scenario, expect-safe": {[]string{"-scenario", "slow-holder", "-lock", "v6", "-expect-safe", "-n", "5"}, "-expect-safe -n: not used by the scenarios"},
+		"stock 0, expect-safe":  {[]string{"-lock", "v6", "-stock", "0", "-expect-safe"}, "-stock 0 with -expect-safe"},
+		"plain with a lock":     {[]string{"-plain", "-lock", "v6", "-stock", "5"}, "-lock -stock: not used by the -plain run"},
+		"load test with -doc":   {[]string{"-lock", "v6", "-doc", "x.md"}, "-doc: not used by the load test"},
+		"load test with -seed":  {[]string{"-lock", "v6", "-seed", "3"}, "-seed: not used by the load test"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if got := run(context.Background(), append([]string{"-url", closed}, tc.args...), noEnv, &stdout, &stderr); got != 2 {
+				t.Fatalf("exit %d, want 2 (refused before any load)\n%s", got, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.says) {
+				t.Fatalf("stderr lacks %q:\n%s", tc.says, stderr.String())
+			}
+		})
+	}
+	// What each mode does use still parses.
+	for _, args := range [][]string{
+		{"-lock", "v6,etcd", "-fence", "-admin-token", "t", "-stock", "5", "-expect-safe", "-wait", "handoff"},
+		{"-scenario", "slow-holder", "-lock", "v6,v1", "-doc", "x.md", "-json"},
+		{"-scenario", "all", "-lock", "v6"},
+		{"-plain", "-n", "5", "-c", "2"},
+		{"-lock", "v6", "-stock", "0"},
+	} {
+		if _, err := parse(args, noEnv, new(bytes.Buffer)); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
+
+// A version whose every sale failed (etcd on a replica with no etcd: 503
+// each) oversold nothing; the old -expect-safe passed it, exit 0. It sold
+// nothing, so it showed nothing: the table marks it and -expect-safe fails.
+func TestExpectSafeFailsARunThatSoldNothing(t *testing.T) {
+	url := servicetest.Start(t, "inventory-1") + "/sale"
+	var stdout, stderr bytes.Buffer
+	if got := run(context.Background(), []string{"-url", url, "-lock", "etcd,v6", "-n", "20", "-c", "4", "-stock", "10", "-expect-safe"}, noEnv, &stdout, &stderr); got != 1 ||
+		!strings.Contains(stderr.String(), "-expect-safe: etcd tested too little: sold nothing") || strings.Contains(stderr.String(), "v6 tested") {
+		t.Fatalf("exit %d, want 1 for etcd alone\n%s", got, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "etcd (TESTED TOO LITTLE: sold nothing)") || !strings.Contains(stdout.String(), "not tested") ||
+		!strings.Contains(stdout.String(), "not served") {
+		t.Fatalf("the table does not mark etcd's row:\n%s", stdout.String())
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -55,8 +56,14 @@ type Verdict struct {
 	Lost        []Pair `json:"lost,omitempty"`
 	// Linearizable: there is an order of the requests, within their real
 	// times, in which a counter gives every reply seen and, after them all,
-	// the stock read at the end. Linearizability says "ok", "violated", or
-	// "" with no requests to check. LinearizabilityBy says what decided:
+	// the stock read at the end, and at least one request sold (Judged > 0).
+	// Linearizability says OK, Violated, or NotTested when no request can
+	// have taken effect (none at all; every one failed, fenced or sold out;
+	// unknown ones that the replicas' history does not show selling): a
+	// run that sold nothing proves nothing about the lock, so it must never
+	// read as a pass. As in Jepsen's composition, violated outranks not
+	// tested, which outranks ok: a stock that changed with nothing sold is
+	// still violated. Untested says why not tested. LinearizabilityBy says what decided:
 	// "porcupine" (its search), "counter" (when the search ran out of time:
 	// the exact check for this one model, see decide) or "count" (more units
 	// sold than the stock lost: no order can give the final read).
@@ -65,7 +72,11 @@ type Verdict struct {
 	Linearizability   string `json:"linearizability"`
 	LinearizabilityBy string `json:"linearizability_by,omitempty"`
 	NotLinearizable   string `json:"not_linearizable,omitempty"`
-	Unknown           int    `json:"unknown"`
+	Untested          string `json:"untested,omitempty"`
+	// Judged counts the requests whose effect the check placed: those that
+	// sold, by their reply or by their replica's record of an unknown one.
+	Judged  int `json:"judged"`
+	Unknown int `json:"unknown"`
 	// OversoldMin and OversoldMax bound sold - taken: each unknown outcome
 	// may or may not have taken a unit.
 	OversoldMin int64 `json:"oversold_min"`
@@ -89,6 +100,13 @@ type Pair struct {
 	B    Ref   `json:"b"`
 	Read int64 `json:"read"`
 }
+
+// The words of Verdict.Linearizability.
+const (
+	OK        = "ok"
+	Violated  = "violated"
+	NotTested = "not tested"
+)
 
 // Ref names a sale.
 type Ref struct {
@@ -122,37 +140,67 @@ func Check(r Run) Verdict {
 	v.OversoldMax = min(int64(sold), int64(sold)-taken+min(int64(v.Unknown), max(taken, 0)))
 	v.TwoHolders, v.Overlaps, v.Holds = twoHolders(r.Sales)
 	v.LostUpdates, v.Lost = lostUpdates(r.Sales)
-	switch {
-	case len(r.Ops) == 0: // no client history: nothing to linearize
-		return v
-	case v.OversoldMin > 0:
-		v.Linearizability, v.LinearizabilityBy = "violated", "count"
+	if v.OversoldMin > 0 {
+		v.Linearizability, v.LinearizabilityBy = Violated, "count"
 		v.NotLinearizable = fmt.Sprintf("%d sold, but the stock went down by %d", sold, taken)
 		return v
 	}
 	ops := resolve(r.Ops, r.Sales)
+	for _, op := range ops {
+		if op.Outcome == api.Sold {
+			v.Judged++
+		}
+	}
+	if v.Judged == 0 {
+		// Nothing to order: only whether the stock and the sold-out replies
+		// could be what they are with no sale (decide, exact and quick).
+		if v.NotLinearizable = decide(r.StockBefore, r.StockAfter, ops); v.NotLinearizable != "" {
+			v.Linearizability, v.LinearizabilityBy = Violated, "counter"
+		} else {
+			v.Linearizability, v.Untested = NotTested, untested(r.Ops)
+		}
+		return v
+	}
 	v.LinearizabilityBy = "porcupine"
 	switch porcupine.CheckOperationsTimeout(counter(r.StockBefore), operations(ops, r.StockAfter), searchTimeout) {
 	case porcupine.Ok:
-		v.Linearizable, v.Linearizability = true, "ok"
+		v.Linearizable, v.Linearizability = true, OK
 		return v
 	case porcupine.Illegal:
-		v.Linearizability = "violated"
+		v.Linearizability = Violated
 	default: // the search ran out of time
 		v.LinearizabilityBy = "counter"
 	}
 	// Why it is not (porcupine says only that), or whether, when the search
 	// ran out.
 	v.NotLinearizable = decide(r.StockBefore, r.StockAfter, ops)
-	if v.Linearizability == "violated" && v.NotLinearizable == "" {
+	if v.Linearizability == Violated && v.NotLinearizable == "" {
 		// Never seen; TestDecideAgreesWithPorcupine looks for it.
 		v.NotLinearizable = "porcupine found no order, the counter check found one: a bug in one of them"
 	}
 	if v.Linearizability == "" {
 		v.Linearizable = v.NotLinearizable == ""
-		v.Linearizability = map[bool]string{true: "ok", false: "violated"}[v.Linearizable]
+		v.Linearizability = map[bool]string{true: OK, false: Violated}[v.Linearizable]
 	}
 	return v
+}
+
+// untested says why no request can have taken effect: none in the client's
+// history (a scenario cell judges the replicas' records only), or their
+// outcomes ("1000 requests: 1000 failed").
+func untested(ops []Op) string {
+	if len(ops) == 0 {
+		return "no requests in the client's history"
+	}
+	by := map[string]int{}
+	for _, op := range ops {
+		by[op.Outcome]++
+	}
+	var parts []string
+	for _, o := range slices.Sorted(maps.Keys(by)) {
+		parts = append(parts, fmt.Sprintf("%d %s", by[o], strings.ReplaceAll(o, "_", " ")))
+	}
+	return fmt.Sprintf("no request sold (%d requests: %s)", len(ops), strings.Join(parts, ", "))
 }
 
 // twoHolders finds the pairs of sales of different owners whose holds of the

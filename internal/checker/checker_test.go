@@ -245,3 +245,49 @@ func BenchmarkDecide(b *testing.B) {
 		}
 	}
 }
+
+// A run in which no request can have taken effect tested nothing: it is
+// "not tested", never "ok" (and never ""), and says how many it judged. The
+// old Check said OK to each of these but the first, and "" to that one.
+// A stock that changed with nothing sold is still violated: violated
+// outranks not tested.
+func TestNothingToJudgeIsNotTested(t *testing.T) {
+	many := func(outcome string) []Op {
+		ops := make([]Op, 1000)
+		for i := range ops {
+			ops[i] = op(i, i+1, outcome, 0)
+			ops[i].ID = strconv.Itoa(i)
+		}
+		return ops
+	}
+	for name, tc := range map[string]struct {
+		before, after int64
+		ops           []Op
+		sales         []history.Sale
+		want          string
+		judged        int
+	}{
+		"no requests":      {100, 100, nil, nil, NotTested, 0},
+		"all failed":       {100, 100, many(api.Failed), nil, NotTested, 0},
+		"all fenced":       {100, 100, many(api.Fenced), nil, NotTested, 0},
+		"all sold out":     {0, 0, many(api.SoldOut), nil, NotTested, 0},
+		"all unknown":      {100, 100, many(api.Unknown), nil, NotTested, 0},
+		"unknown, 50 gone": {100, 50, many(api.Unknown), nil, NotTested, 0},
+		// The replicas' history shows an unknown one sold: judged.
+		"unknown, one resolved": {100, 99, many(api.Unknown), []history.Sale{{ID: "7", Replica: "r", Start: ms(7), End: ms(8),
+			Trace: sale.Trace{Written: sale.Step{At: ms(7), Value: 99}}}}, OK, 1},
+		"failed, stock gone":    {100, 90, many(api.Failed), nil, Violated, 0},
+		"sold out, stock there": {100, 100, many(api.SoldOut), nil, Violated, 0},
+		"one sold among failed": {100, 99, append(many(api.Failed), op(2000, 2001, api.Sold, 99)), nil, OK, 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			v := Check(Run{StockBefore: tc.before, StockAfter: tc.after, Ops: tc.ops, Sales: tc.sales})
+			if v.Linearizability != tc.want || v.Judged != tc.judged || v.Linearizable != (tc.want == OK) {
+				t.Fatalf("linearizability %q (%v), judged %d; want %q, judged %d (%s)", v.Linearizability, v.Linearizable, v.Judged, tc.want, tc.judged, v.NotLinearizable)
+			}
+			if (v.Untested != "") != (tc.want == NotTested) {
+				t.Fatalf("linearizability %q, untested %q", v.Linearizability, v.Untested)
+			}
+		})
+	}
+}

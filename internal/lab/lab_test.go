@@ -87,6 +87,9 @@ func TestSettingsAreValidated(t *testing.T) {
 		`{"locks":["v6"],"requests":10,"concurrency":1,"stock":5,"nemesis":true,"seconds":20}`:           "needs a cluster to fault: start the lab with make lab",
 		`{"locks":["v6","db"],"requests":10,"concurrency":1,"stock":5}`:                                  "db: the replicas have no database (-db)",
 		`{"locks":["zk","v6"],"requests":10,"concurrency":1,"stock":5}`:                                  "zk: the replicas have no ZooKeeper ensemble (-zk)",
+		// Every sale would be refused (400), the old lab ran it: sold 0, "ok".
+		`{"locks":["atomic"],"requests":10,"concurrency":1,"stock":5,"fence":true}`:         "fencing: atomic hands out no fencing token",
+		`{"locks":["v6","redislock"],"requests":10,"concurrency":1,"stock":5,"fence":true}`: "fencing: redislock hands out no fencing token",
 	} {
 		status, reply := do(t, http.MethodPost, u+"/lab/api/runs", body, nil)
 		if status != http.StatusBadRequest || !strings.Contains(reply["error"].(string), want) {

@@ -69,6 +69,11 @@ func (s Settings) validate() error {
 		if slices.Contains(s.Locks[:i], lock) {
 			return fmt.Errorf("version %q is chosen twice", lock)
 		}
+		// Every fenced sale of a version with no token is refused: the run
+		// would sell nothing, and show nothing about the lock.
+		if v, _ := versions.Lookup(lock); s.Fence && !v.Fences() {
+			return fmt.Errorf("fencing: %s hands out no fencing token; the versions that fence: %s", lock, strings.Join(versions.Fencing(), ", "))
+		}
 	}
 	return nil
 }

@@ -110,6 +110,12 @@ type Result struct {
 	checker.Verdict
 	// HistoryNote says why the replicas' history was not checked, if not.
 	HistoryNote string `json:"history_note,omitempty"`
+	// TooLittle says why the run tested too little for its verdict to mean
+	// anything (it sold nothing, or served under half its requests); "" if
+	// it did not. Such a row is marked in every table, and fails
+	// -expect-safe: a lock whose every sale was refused oversold nothing,
+	// but showed nothing either.
+	TooLittle string `json:"too_little,omitempty"`
 	// Ops and Sales are the evidence: every request as the client saw it,
 	// every sale as its replica recorded it (for the report's timeline).
 	Ops   []checker.Op   `json:"-"`
@@ -170,6 +176,7 @@ func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
 		res.StockAfter = after
 		res.Oversold = int64(res.Sold) - (res.StockBefore - after)
 		res.BeyondStock = max(0, int64(res.Sold)-res.StockBefore)
+		res.TooLittle = res.tooLittle()
 		if !cfg.NoCheck {
 			res.Sales, res.HistoryNote = cfg.histories(ctx, res.Replicas, started, run)
 			res.Verdict = checker.Check(checker.Run{StockBefore: res.StockBefore, StockAfter: after, Ops: res.Ops, Sales: res.Sales})
@@ -340,6 +347,17 @@ func (r *Result) summarise(hist *hdrhistogram.Histogram, elapsed time.Duration) 
 
 // NotServed counts the requests that failed or whose outcome is unknown.
 func (r Result) NotServed() int { return r.Failed + r.unknown }
+
+// tooLittle is TooLittle for r.
+func (r Result) tooLittle() string {
+	switch served := r.Requests - r.NotServed(); {
+	case r.Sold == 0:
+		return "sold nothing"
+	case 2*served < r.Requests:
+		return fmt.Sprintf("served %d of %d", served, r.Requests)
+	}
+	return ""
+}
 
 func (r *Result) add(o Result) {
 	r.Sold += o.Sold

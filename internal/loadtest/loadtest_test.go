@@ -178,3 +178,34 @@ func TestRateMeasuresFromTheSchedule(t *testing.T) {
 		t.Fatalf("closed-loop p50 %.1f ms: only one request should have been slow", closed.Latency.P50)
 	}
 }
+
+// A version whose every sale failed (etcd on a replica with no etcd: each a
+// 503) oversold nothing, and the old checker called it linearizable "ok":
+// it tested nothing. Its result says so (the JSON the lab draws carries
+// it), and the table marks the row and counts the requests not served.
+func TestRunThatSoldNothingIsMarked(t *testing.T) {
+	url := service(t)
+	cfg := loadtest.Config{URL: url + "/sale", Requests: 20, Concurrency: 4, Stock: 10, Client: loadtest.NewClient(4)}
+	r, err := loadtest.Run(context.Background(), cfg, "etcd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Sold != 0 || r.Failed != 20 || r.NotServed() != 20 || r.TooLittle != "sold nothing" || r.Linearizability != "not tested" || r.Linearizable || r.Judged != 0 {
+		t.Fatalf("sold %d, failed %d, not served %d, too little %q, linearizability %q (%v), judged %d",
+			r.Sold, r.Failed, r.NotServed(), r.TooLittle, r.Linearizability, r.Linearizable, r.Judged)
+	}
+	raw, err := json.Marshal(r)
+	if err != nil || !strings.Contains(string(raw), `"too_little":"sold nothing"`) || !strings.Contains(string(raw), `"linearizability":"not tested"`) {
+		t.Fatalf("JSON %s, %v", raw, err)
+	}
+	var b bytes.Buffer
+	if err := loadtest.WriteTable(&b, []loadtest.Result{r}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "not served") || !strings.Contains(b.String(), "etcd (TESTED TOO LITTLE: sold nothing)") {
+		t.Fatalf("table:\n%s", b.String())
+	}
+	if v := loadtest.Verdict(r.Verdict, ""); !strings.Contains(v, "linearizable: not tested · no request sold (20 requests: 20 failed)") {
+		t.Fatalf("verdict line %q", v)
+	}
+}

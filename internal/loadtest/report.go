@@ -19,13 +19,22 @@ import (
 // WriteTable writes one row per result, in the order given.
 func WriteTable(w io.Writer, results []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "lock\trequests\tsold\tsold out\tfenced\tfailed\tunknown\tstock before\tafter\toversold\ttwo holders\tlost updates\tlinearizable\tsales/s\tp50 ms\tp99 ms\tmax ms\treplicas\t")
+	fmt.Fprintln(tw, "lock\trequests\tsold\tsold out\tfenced\tfailed\tunknown\tnot served\tstock before\tafter\toversold\ttwo holders\tlost updates\tlinearizable\tsales/s\tp50 ms\tp99 ms\tmax ms\treplicas\t")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%s\t\n",
-			r.Label(), r.Requests, r.Sold, r.SoldOut, r.Fenced, failures(r), r.Unknown, r.StockBefore, r.StockAfter, oversold(r),
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%s\t\n",
+			marked(r), r.Requests, r.Sold, r.SoldOut, r.Fenced, failures(r), r.Unknown, r.NotServed(), r.StockBefore, r.StockAfter, oversold(r),
 			holders(r), evidence(r, r.LostUpdates), r.Linearizability, r.SalesPerSec, r.Latency.P50, r.Latency.P99, r.Latency.Max, replicas(r))
 	}
 	return tw.Flush()
+}
+
+// marked is the row's label, with why it tested too little, if it did:
+// "atomic (TESTED TOO LITTLE: sold nothing)".
+func marked(r Result) string {
+	if r.TooLittle == "" {
+		return r.Label()
+	}
+	return r.Label() + " (TESTED TOO LITTLE: " + r.TooLittle + ")"
 }
 
 // oversold is the oversell, or its range when outcomes are unknown.
@@ -82,6 +91,7 @@ var reportFS embed.FS
 
 var reportTmpl = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{
 	"failures": failures,
+	"marked":   marked,
 	"replicas": replicas,
 	"oversold": oversold,
 	"evidence": evidence,
@@ -151,8 +161,10 @@ func Verdict(v checker.Verdict, note string) string {
 	if v.Linearizability != "" {
 		parts = append(parts, "linearizable: "+v.Linearizability)
 	}
-	if v.NotLinearizable != "" {
-		parts = append(parts, v.NotLinearizable)
+	for _, why := range []string{v.NotLinearizable, v.Untested} {
+		if why != "" {
+			parts = append(parts, why)
+		}
 	}
 	if note != "" {
 		parts = append(parts, note)

@@ -104,6 +104,24 @@ func mustParse(raw []byte) []Version {
 	return all
 }
 
+// Fences says whether v can hand out fencing tokens (built with
+// Variant.Fence, its sales are fenced): a lock held in another process (one
+// that waits on it, as -wait says or its own way) that has a token. The
+// others (no lock, a process mutex, the atomic script, NoToken) would
+// refuse every fenced sale: asking them to fence tests nothing.
+func (v Version) Fences() bool { return (v.Wait || v.Waits != "") && !v.NoToken }
+
+// Fencing lists the versions that fence, in order.
+func Fencing() []string {
+	var names []string
+	for _, v := range All {
+		if v.Fences() {
+			names = append(names, v.Name)
+		}
+	}
+	return names
+}
+
 // Names lists every version name in order.
 func Names() []string {
 	names := make([]string, len(All))

@@ -24,8 +24,10 @@ func TestBuildMatchesCatalogue(t *testing.T) {
 			t.Errorf("methods[%q].Name = %q", name, m.Name)
 		}
 		// Fenced exactly where a lock service can issue tokens.
-		if v, _ := versions.Lookup(name); (m.Fence != "") != (m.Lock != nil && v.Safe && !v.OneReplica && !v.NoToken) {
-			t.Errorf("%s: Fence = %q", name, m.Fence)
+		// Fences, which the load test and the lab ask before a fenced run,
+		// says so too.
+		if v, _ := versions.Lookup(name); (m.Fence != "") != (m.Lock != nil && v.Safe && !v.OneReplica && !v.NoToken) || (m.Fence != "") != v.Fences() {
+			t.Errorf("%s: Fence = %q, Fences() = %v", name, m.Fence, v.Fences())
 		}
 		built = append(built, name)
 	}

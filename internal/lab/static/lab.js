@@ -398,21 +398,35 @@ function drawRun() {
       el("b", { text: cell.scenario + " · " + cell.lock + ": " }), cell.error || ("observed " + cell.observed + " (expected " + cell.expected + "); " + cell.detail))] : []));
 }
 
-// ok is a result with nothing wrong in it: no unit sold twice, no two
-// holders, no lost update, and linearizable.
-function ok(res) {
-  return res.oversold === 0 && !(res.two_holders > 0) && !(res.lost_updates > 0) && res.linearizability !== "violated";
+// word is a result's verdict: "violated" when something is wrong in it (a
+// unit sold twice, two holders, a lost update, not linearizable), else
+// "not tested" when it tested too little to show anything (it sold
+// nothing, or served under half its requests: the checker's own "not
+// tested" among them), else "ok". Violated outranks not tested, which
+// outranks ok: a run that sold nothing is never shown as passing.
+function word(res) {
+  if (res.oversold > 0 || res.two_holders > 0 || res.lost_updates > 0 || res.linearizability === "violated") return "violated";
+  if (res.too_little || res.linearizability === "not tested") return "not tested";
+  return "ok";
+}
+
+// notServed is the requests that failed or whose outcome is unknown.
+function notServed(res) {
+  return (res.failed || 0) + (res.unknown || 0);
 }
 
 function verdict(res) {
-  const word = ok(res) ? "ok" : "violated";
-  const parts = [`sold ${res.sold}, stock ${res.stock_before} → ${res.stock_after}`, `oversold ${res.oversold}`];
+  const w = word(res);
+  const parts = [`sold ${res.sold}, stock ${res.stock_before} → ${res.stock_after}`, `oversold ${res.oversold}`,
+    `failed ${res.failed || 0}`, `not served ${notServed(res)} of ${res.requests}`];
+  if (res.too_little) parts.push("tested too little: " + res.too_little);
   if (res.history_checked) parts.push(`two holders ${res.two_holders}`, `lost updates ${res.lost_updates}`);
   if (res.linearizability) parts.push("linearizable: " + res.linearizability);
   if (res.not_linearizable) parts.push(res.not_linearizable);
+  if (res.untested) parts.push(res.untested);
   if (res.history_note) parts.push(res.history_note);
-  return el("div", { className: "verdict", "data-word": word, "data-lock": res.lock },
-    el("span", { className: "word", text: word }), el("b", { text: (res.lock + " " + (res.wait || "")).trim() + ": " }), parts.join(" · "));
+  return el("div", { className: "verdict", "data-word": w, "data-lock": res.lock },
+    el("span", { className: "word", text: w }), el("b", { text: (res.lock + " " + (res.wait || "")).trim() + ": " }), parts.join(" · "));
 }
 
 // marks finds, per version, the holds that overlapped another owner's (a
@@ -556,10 +570,13 @@ function drawRuns() {
       const bad = (v) => (v > 0 ? "bad" : "");
       rows.push(el("tr", {},
         el("td", { text: r.id }), el("td", { text: res.lock }), el("td", { text: res.wait || "" }),
-        el("td", { text: res.sold }), el("td", { className: bad(res.oversold), text: res.oversold }),
+        el("td", { className: res.too_little ? "bad" : "", text: res.sold, title: res.too_little ? "tested too little: " + res.too_little : "" }),
+        el("td", { className: bad(res.failed), text: res.failed || 0 }),
+        el("td", { className: res.too_little ? "bad" : "", text: notServed(res) }),
+        el("td", { className: bad(res.oversold), text: res.oversold }),
         el("td", { className: bad(res.two_holders), text: res.history_checked ? res.two_holders : "-" }),
         el("td", { className: bad(res.lost_updates), text: res.history_checked ? res.lost_updates : "-" }),
-        el("td", { className: res.linearizability === "violated" ? "bad" : "", text: res.linearizability || "-" }),
+        el("td", { className: res.linearizability === "ok" ? "" : "bad", text: res.linearizability || "-" }),
         el("td", { text: Math.round(res.sales_per_sec) }),
         el("td", { text: res.latency_ms ? res.latency_ms.p99.toFixed(1) : "-" }),
         el("td", {}, ...(r.file ? [el("span", { text: "opened from " + r.file })] : [
