@@ -216,7 +216,7 @@ func (c config) validate() error {
 	case c.MaxInFlight < 1:
 		return fmt.Errorf("-max-in-flight %d: want >= 1", c.MaxInFlight)
 	}
-	return nil
+	return cli.ShortToken("the admin token (-admin-token, ADMIN_TOKEN)", c.AdminToken, c.reach())
 }
 
 // dsnErr is why dsn is not a MariaDB data source name, or nil.

@@ -74,6 +74,8 @@ func TestExitStatus(t *testing.T) {
 		"bad bind":      {[]string{"-bind", "example.org"}, nil, 2, "-bind"},
 		"bad in-flight": {[]string{"-max-in-flight", "0"}, nil, 2, "-max-in-flight"},
 		"probe refused": {[]string{"-probe", "http://127.0.0.1:1/readyz"}, nil, 1, "probe:"},
+		"short token beyond": {nil, map[string]string{"INVENTORY_BIND": "0.0.0.0", "INVENTORY_PUBLISHED": "0.0.0.0", "INVENTORY_ADMIN_TOKEN": "fifteen-bytes!!"}, 2,
+			"the admin token (-admin-token, ADMIN_TOKEN) is 15 bytes, and clients reach 0.0.0.0 beyond loopback: want at least 16"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stderr bytes.Buffer
@@ -96,18 +98,21 @@ func TestClosedByDefault(t *testing.T) {
 	}{
 		"default":             {nil, true},
 		"every interface":     {[]string{"-bind", "0.0.0.0"}, false},
-		"with a token":        {[]string{"-bind", "0.0.0.0", "-admin-token", "t"}, true},
+		"with a token":        {[]string{"-bind", "0.0.0.0", "-admin-token", "sixteen-bytes-ok"}, true},
+		"with a short token":  {[]string{"-bind", "0.0.0.0", "-admin-token", "fifteen-bytes!!"}, false},
+		"short, on loopback":  {[]string{"-admin-token", "t"}, true},
 		"opted in":            {[]string{"-bind", "0.0.0.0", "-admin-open"}, true},
 		"ipv6 loopback":       {[]string{"-bind", "::1"}, true},
 		"localhost":           {[]string{"-bind", "localhost"}, true},
 		"another address":     {[]string{"-bind", "10.1.2.3"}, false},
-		"another, with token": {[]string{"-bind", "10.1.2.3", "-admin-token", "t"}, true},
+		"another, with token": {[]string{"-bind", "10.1.2.3", "-admin-token", "sixteen-bytes-ok"}, true},
 		// In a container, behind nginx: what counts is where nginx publishes.
-		"published on loopback":       {[]string{"-bind", "0.0.0.0", "-published", "127.0.0.1"}, true},
-		"published on ipv6 loopback":  {[]string{"-bind", "0.0.0.0", "-published", "[::1]"}, true},
-		"published everywhere":        {[]string{"-bind", "0.0.0.0", "-published", "0.0.0.0"}, false},
-		"published beyond, token":     {[]string{"-bind", "0.0.0.0", "-published", "192.168.1.5", "-admin-token", "t"}, true},
-		"loopback bind, published on": {[]string{"-published", "0.0.0.0"}, false},
+		"published on loopback":        {[]string{"-bind", "0.0.0.0", "-published", "127.0.0.1"}, true},
+		"published on ipv6 loopback":   {[]string{"-bind", "0.0.0.0", "-published", "[::1]"}, true},
+		"published everywhere":         {[]string{"-bind", "0.0.0.0", "-published", "0.0.0.0"}, false},
+		"published beyond, token":      {[]string{"-bind", "0.0.0.0", "-published", "192.168.1.5", "-admin-token", "sixteen-bytes-ok"}, true},
+		"published on loopback, short": {[]string{"-bind", "0.0.0.0", "-published", "127.0.0.1", "-admin-token", "t"}, true},
+		"loopback bind, published on":  {[]string{"-published", "0.0.0.0"}, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stderr bytes.Buffer
@@ -147,6 +152,8 @@ func FuzzConfig(f *testing.F) {
 		switch {
 		case c.AdminToken == "" && !c.loopback() && !c.AdminOpen:
 			t.Fatalf("%q %s=%q: admin endpoints open on %s", args, name, value, c.Bind)
+		case c.AdminToken != "" && !c.loopback() && len(c.AdminToken) < 16:
+			t.Fatalf("%q %s=%q: a %d-byte admin token beyond loopback", args, name, value, len(c.AdminToken))
 		case c.Chaos && c.AdminToken == "":
 			t.Fatalf("%q %s=%q: fault hooks with no token", args, name, value)
 		case c.limits().Grace <= 0 || c.limits().Longest <= c.AcquireTimeout:
