@@ -7,9 +7,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/versions"
@@ -45,6 +49,61 @@ func TestFlagsAndEnvironment(t *testing.T) {
 			}
 			if !tc.want(c) {
 				t.Fatalf("unexpected config %+v", c)
+			}
+		})
+	}
+}
+
+// The passwords not given are read from their files (a Docker secret, the
+// Compose stack's generated one), their line end dropped; one given wins,
+// and a file missing or empty is a usage error that names its flag.
+func TestPasswordFiles(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	secret, empty := file("secret", "s3cret:@/x\n"), file("empty", "\n")
+	for name, tc := range map[string]struct {
+		env           map[string]string
+		redis, db     string
+		refused, says string
+	}{
+		"from files": {env: map[string]string{"INVENTORY_REDIS_PASSWORD_FILE": secret, "INVENTORY_DB": "locklab@tcp(mariadb:3306)/locklab", "INVENTORY_DB_PASSWORD_FILE": secret},
+			redis: "s3cret:@/x", db: "s3cret:@/x"},
+		"given wins": {env: map[string]string{"INVENTORY_REDIS_PASSWORD": "given", "INVENTORY_REDIS_PASSWORD_FILE": secret,
+			"INVENTORY_DB": "locklab:given@tcp(mariadb:3306)/locklab", "INVENTORY_DB_PASSWORD_FILE": secret}, redis: "given", db: "given"},
+		"no db":         {env: map[string]string{"INVENTORY_DB_PASSWORD_FILE": secret}},
+		"missing":       {env: map[string]string{"INVENTORY_REDIS_PASSWORD_FILE": filepath.Join(dir, "none")}, says: "-redis-password-file: open"},
+		"empty":         {env: map[string]string{"INVENTORY_REDIS_PASSWORD_FILE": empty}, says: "-redis-password-file: " + empty + " is empty"},
+		"db missing":    {env: map[string]string{"INVENTORY_DB": "u@tcp(h:1)/d", "INVENTORY_DB_PASSWORD_FILE": filepath.Join(dir, "none")}, says: "-db-password-file: open"},
+		"refused first": {env: map[string]string{"INVENTORY_REDIS_PASSWORD_FILE": filepath.Join(dir, "none"), "INVENTORY_BIND": "0.0.0.0"}, says: "-admin-open"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			c, err := parseConfig(nil, env(tc.env), &stderr)
+			if tc.says != "" {
+				if err == nil || !strings.Contains(stderr.String(), tc.says) {
+					t.Fatalf("err %v, stderr %q: want it to say %q", err, stderr.String(), tc.says)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%v\n%s", err, stderr.String())
+			}
+			var db string
+			if c.DB != "" {
+				dsn, err := mysql.ParseDSN(c.DB)
+				if err != nil {
+					t.Fatal(err)
+				}
+				db = dsn.Passwd
+			}
+			if c.RedisPassword != tc.redis || db != tc.db {
+				t.Fatalf("Redis password %q, the database's %q; want %q and %q", c.RedisPassword, db, tc.redis, tc.db)
 			}
 		})
 	}
