@@ -38,7 +38,9 @@ say "using $COMPOSE ($($COMPOSE version --short 2>/dev/null || $COMPOSE version 
 PORT=${E2E_PORT:-18080}
 while port_taken "$PORT"; do PORT=$((PORT + 1)); done
 # Secrets new each run (the scenarios at the end turn the fault hooks on).
-REDIS_PASSWORD=$(random) ADMIN_TOKEN=$(random)
+# The quick runs give no Redis password: the stack makes its own.
+ADMIN_TOKEN=$(random) REDIS_PASSWORD=""
+[ "${QUICK:-0}" = 1 ] || REDIS_PASSWORD=$(random)
 export PORT LOCK=v1 REDIS_PASSWORD ADMIN_TOKEN
 base="http://127.0.0.1:$PORT"
 UP_FLAGS=${UP_FLAGS:-}
@@ -90,6 +92,23 @@ dc up -d $UP_FLAGS --build 2>&1 | sed 's/^/  /' >&2 || fail "up -d $UP_FLAGS ret
 reply=$(curl -sS -X POST "$base/sale")
 echo "$reply" | grep -q '"sold":true' || fail "first sale right after up -d $UP_FLAGS: $reply"
 say "first sale right after up -d $UP_FLAGS: $reply"
+
+# The Redis password: REDIS_PASSWORD when given, else a random one the stack
+# made; a node asked without it refuses. MariaDB's healthcheck logs in over
+# the socket: no "Aborted connection" of its own in the log (the lab's check,
+# over the network, is another client).
+pw=$(dc exec -T redis1 cat /run/locklab/redis-password | tr -d '\r\n')
+if [ -n "$REDIS_PASSWORD" ]; then
+  [ "$pw" = "$REDIS_PASSWORD" ] || fail "the stack's Redis password is not REDIS_PASSWORD's"
+else
+  [[ "$pw" =~ ^[0-9a-f]{32}$ ]] || fail "no REDIS_PASSWORD given, and the stack's is not 32 random hex digits: '$pw'"
+  dc logs secrets 2>&1 | grep -q "a random one" || fail "the secrets service did not say it made a password: $(dc logs secrets 2>&1)"
+fi
+got=$(dc exec -T redis1 redis-cli ping 2>&1 || true)
+[[ "$got" == *NOAUTH* ]] || fail "redis1 asked without the password: $got, want NOAUTH"
+say "the Redis password: $([ -n "$REDIS_PASSWORD" ] && echo "REDIS_PASSWORD's" || echo "made by the stack"); without it, $got"
+probed=$(dc logs mariadb 2>&1 | grep "Aborted connection" | grep -cE "host: '(localhost|127\.0\.0\.1)'" || true)
+[ "$probed" -eq 0 ] || fail "MariaDB's log has $probed Aborted connection lines from this container (its healthcheck)"
 
 # Where port 80 is published, as Docker reports it (no traffic sent anywhere
 # but loopback): 127.0.0.1 by default, every interface with BIND=0.0.0.0.
