@@ -38,7 +38,9 @@ say "using $COMPOSE ($($COMPOSE version --short 2>/dev/null || $COMPOSE version 
 PORT=${E2E_PORT:-18080}
 while port_taken "$PORT"; do PORT=$((PORT + 1)); done
 # Secrets new each run (the scenarios at the end turn the fault hooks on).
-REDIS_PASSWORD=$(random) ADMIN_TOKEN=$(random)
+# The quick runs give no Redis password: the stack makes its own.
+ADMIN_TOKEN=$(random) REDIS_PASSWORD=""
+[ "${QUICK:-0}" = 1 ] || REDIS_PASSWORD=$(random)
 export PORT LOCK=v1 REDIS_PASSWORD ADMIN_TOKEN
 base="http://127.0.0.1:$PORT"
 UP_FLAGS=${UP_FLAGS:-}
@@ -90,6 +92,35 @@ dc up -d $UP_FLAGS --build 2>&1 | sed 's/^/  /' >&2 || fail "up -d $UP_FLAGS ret
 reply=$(curl -sS -X POST "$base/sale")
 echo "$reply" | grep -q '"sold":true' || fail "first sale right after up -d $UP_FLAGS: $reply"
 say "first sale right after up -d $UP_FLAGS: $reply"
+
+# The Redis password: REDIS_PASSWORD when given, else a random one the stack
+# made; a node asked without it refuses. MariaDB's healthcheck logs in over
+# the socket: no "Aborted connection" of its own in the log (the lab's check,
+# over the network, is another client).
+pw=$(dc exec -T redis1 cat /run/locklab/redis-password | tr -d '\r\n')
+if [ -n "$REDIS_PASSWORD" ]; then
+  [ "$pw" = "$REDIS_PASSWORD" ] || fail "the stack's Redis password is not REDIS_PASSWORD's"
+else
+  [[ "$pw" =~ ^[0-9a-f]{32}$ ]] || fail "no REDIS_PASSWORD given, and the stack's is not 32 random hex digits: '$pw'"
+  dc logs secrets 2>&1 | grep -q "a random one" || fail "the secrets service did not say it made a password: $(dc logs secrets 2>&1)"
+fi
+got=$(dc exec -T redis1 redis-cli ping 2>&1 || true)
+[[ "$got" == *NOAUTH* ]] || fail "redis1 asked without the password: $got, want NOAUTH"
+say "the Redis password: $([ -n "$REDIS_PASSWORD" ] && echo "REDIS_PASSWORD's" || echo "made by the stack"); without it, $got"
+# aborted: the lines the old probe left, a connection from MariaDB's own
+# container closed before logging in. (A probe Docker kills at its timeout,
+# on a loaded machine, is an Aborted connection too, of user healthcheck.)
+aborted() { dc logs mariadb 2>&1 | grep "Aborted connection" | grep -cE "user: 'unauthenticated' host: '(localhost|127\.0\.0\.1)'" || true; }
+before=$(aborted) since=$(date +%s) db=$(dc ps -q mariadb)
+# Until the five probes Docker keeps all started after now.
+for _ in $(seq 30); do
+  first=$(docker inspect -f '{{range .State.Health.Log}}{{.Start.Unix}} {{end}}' "$db" | cut -d' ' -f1)
+  [ -n "$first" ] && [ "$first" -gt "$since" ] && break
+  sleep 1
+done
+[ -n "$first" ] && [ "$first" -gt "$since" ] || fail "MariaDB's healthcheck did not run five times in 30 s"
+[ "$(aborted)" -eq "$before" ] || fail "MariaDB's log gained $(( $(aborted) - before )) unauthenticated Aborted connection lines from its own container in five healthchecks"
+say "MariaDB: five healthchecks, no Aborted connection line ($before before, at the start)"
 
 # Where port 80 is published, as Docker reports it (no traffic sent anywhere
 # but loopback): 127.0.0.1 by default, every interface with BIND=0.0.0.0.

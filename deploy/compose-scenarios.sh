@@ -12,9 +12,10 @@
 # REUSE=1: the project is up already (make e2e-compose runs this at its end):
 # no image build, no teardown (the caller's). COMPOSE, PORT, ADMIN_TOKEN,
 # REDIS_PASSWORD as in the Compose file (ADMIN_TOKEN: a random one when not
-# set; the fault hooks answer to it); SCENARIO_PORT_* move the fixed ports.
-# The load test gets both secrets through its environment: never on a
-# command line, which every user of the machine can read.
+# set; the fault hooks answer to it; REDIS_PASSWORD: when not set, the one
+# the stack made, which the load test reads from it); SCENARIO_PORT_* move
+# the fixed ports. The load test gets both secrets through its environment:
+# never on a command line, which every user of the machine can read.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -29,7 +30,7 @@ if [ -z "${COMPOSE:-}" ]; then
   elif command -v docker-compose >/dev/null; then COMPOSE=docker-compose
   else fail "no Compose tool: install the docker compose plugin (or Debian's docker-compose)"; fi
 fi
-export ADMIN_TOKEN=${ADMIN_TOKEN:-$(random)} REDIS_PASSWORD=${REDIS_PASSWORD:-locklab}
+export ADMIN_TOKEN=${ADMIN_TOKEN:-$(random)} REDIS_PASSWORD=${REDIS_PASSWORD:-}
 files=(-f docker-compose.yml)
 [ "${OFFLINE:-1}" = 0 ] || files+=(-f deploy/offline/docker-compose.offline.yml)
 files+=(-f deploy/docker-compose.scenarios.yml)

@@ -27,8 +27,10 @@ docker info >/dev/null 2>&1 || { say "SKIPPED: no Docker engine answers 'docker 
 made_swarm=0 node="" labels=()
 PORT=${E2E_PORT:-18180}
 while port_taken "$PORT"; do PORT=$((PORT + 1)); done
-REDIS_PASSWORD=$(random) ADMIN_TOKEN=$(random)
-export PORT LOCK=v1 REDIS_PASSWORD ADMIN_TOKEN REPLICAS=2
+# The Redis password: a Docker secret of this run's, made before the deploy
+# (the stack reads it, named REDIS_PASSWORD_SECRET) and removed after.
+ADMIN_TOKEN=$(random) REDIS_PASSWORD_SECRET=${PROJECT}_redis_password
+export PORT LOCK=v1 ADMIN_TOKEN REDIS_PASSWORD_SECRET REPLICAS=2
 base="http://127.0.0.1:$PORT"
 
 leftovers() {
@@ -55,6 +57,8 @@ cleanup() {
   # Removal is asynchronous: wait for the containers and the network to go.
   for _ in $(seq 60); do [ -z "$(leftovers)" ] && break; sleep 1; done
   left=$(leftovers | tr '\n' ' ')
+  docker secret rm "$REDIS_PASSWORD_SECRET" >/dev/null 2>&1 || true
+  [ -z "$(docker secret ls -q --filter "name=$REDIS_PASSWORD_SECRET" 2>/dev/null)" ] || left="$left secret $REDIS_PASSWORD_SECRET"
   for key in "${labels[@]}"; do docker node update --label-rm "$key" "$node" >/dev/null 2>&1 || true; done
   # docker_gwbridge, the bridge a swarm makes for its containers' way out,
   # stays after leaving: the engine keeps it for the next swarm.
@@ -63,7 +67,7 @@ cleanup() {
     say "FAIL: left behind after stack rm: $left"
     exit 1
   fi
-  say "removed: no service, container, network or config of stack $PROJECT is left$([ "$made_swarm" = 1 ] && echo ", and the swarm is left")"
+  say "removed: no service, container, network, config or secret of stack $PROJECT is left$([ "$made_swarm" = 1 ] && echo ", and the swarm is left")"
   exit $status
 }
 trap cleanup EXIT
@@ -93,6 +97,7 @@ done
 for key in "${labels[@]}"; do docker node update --label-add "$key=true" "$node" >/dev/null; done
 bash deploy/offline/build-images.sh
 
+random | docker secret create "$REDIS_PASSWORD_SECRET" - >/dev/null || fail "docker secret create $REDIS_PASSWORD_SECRET"
 say "docker stack deploy -c deploy/stack.yml $PROJECT (nginx on port $PORT, host mode)"
 docker stack deploy -c deploy/stack.yml "$PROJECT" 2>&1 | sed 's/^/  /' >&2 || fail "stack deploy returned $?"
 
@@ -105,6 +110,13 @@ done
 replicas=$(names 40)
 say "40 requests through nginx: $(echo "$replicas" | tr -s ' \n' ' ')"
 [ "$(echo "$replicas" | wc -l)" -eq 2 ] || fail "nginx did not spread requests over the two replicas within 3 minutes of the deploy"
+# The stack's network is encrypted, and Redis asks for the secret's password.
+[ "$(docker network inspect -f '{{index .Options "encrypted"}}' "${PROJECT}_default")" = true ] ||
+  fail "network ${PROJECT}_default is not encrypted: $(docker network inspect -f '{{json .Options}}' "${PROJECT}_default")"
+redis1=$(docker ps -q --filter "label=com.docker.swarm.service.name=${PROJECT}_redis1" | head -1)
+got=$(docker exec "$redis1" redis-cli ping 2>&1 || true)
+[[ "$got" == *NOAUTH* ]] || fail "redis1 asked without the password: $got, want NOAUTH"
+say "network ${PROJECT}_default encrypted; redis1 without the password: $got"
 page=$(curl -sS "$base/")
 echo "$page" | grep -q '<title>locklab' || fail "GET / is not the lab's page: $(echo "$page" | head -c 300)"
 say "GET /: the lab's page"

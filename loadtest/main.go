@@ -75,7 +75,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	fs.StringVar(&o.scenario, "scenario", "", "run a fault scenario instead of the load test: "+scenarioNames()+", or all (needs replicas started with -chaos and -admin-token)")
 	fs.StringVar(&o.runDir, "run-dir", ".run", "with -scenario or -nemesis: the local cluster's run directory (its state file: the Redis nodes to watch, the processes to freeze and kill)")
 	fs.StringVar(&o.compose, "compose", "", "with -scenario or -nemesis: run against this Compose project (started with deploy/docker-compose.scenarios.yml) instead of the local cluster; the scenarios that need the local cluster's fault proxies, clock shim or restart arguments are skipped, each with its reason")
-	fs.StringVar(&o.redisPass, "redis-password", "", "with -compose: the Redis nodes' password; default: $"+passwordEnv+", else locklab (the Compose file's REDIS_PASSWORD's default). "+
+	fs.StringVar(&o.redisPass, "redis-password", "", "with -compose: the Redis nodes' password; default: $"+passwordEnv+", else the stack's own, read from its redis1 container (the Compose file's secrets volume). "+
 		"Prefer the environment: a flag's value is on the command line, which every user of the machine can read")
 	fs.BoolVar(&o.nemesis, "nemesis", false, "keep a steady load (-rate, default 30/s) on each version for -duration while a seeded schedule of faults (pause, kill, partition, delay, slow holder, clock jump) hits random targets of the local cluster (make scenarios' cluster: -chaos, -admin-token, FAULTS=1), and let the history checker decide")
 	fs.DurationVar(&o.cfg.Duration, "duration", 0, "with -nemesis: how long the load runs (required)")
@@ -95,7 +95,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 		return o, cli.UsageError(stderr, "loadtest", "%s", err)
 	}
 	o.cfg.AdminToken = cmp.Or(o.cfg.AdminToken, getenv(tokenEnv))
-	o.redisPass = cmp.Or(o.redisPass, getenv(passwordEnv), "locklab")
+	o.redisPass = cmp.Or(o.redisPass, getenv(passwordEnv))
 	if o.cfg.Requests < 1 || o.cfg.Concurrency < 1 || o.cfg.Stock < 0 || o.cfg.Rate < 0 {
 		return o, cli.UsageError(stderr, "loadtest", "-n and -c must be >= 1, -stock and -rate >= 0")
 	}

@@ -100,7 +100,7 @@ func TestSecretsFromEnvironment(t *testing.T) {
 	}{
 		"environment": {nil, func(k string) string { return env[k] }, "from-env", "pw-env"},
 		"flags win":   {[]string{"-admin-token", "flag", "-redis-password", "pw-flag"}, func(k string) string { return env[k] }, "flag", "pw-flag"},
-		"neither":     {nil, noEnv, "", "locklab"},
+		"neither":     {nil, noEnv, "", ""}, // -compose: the stack's own
 	} {
 		t.Run(name, func(t *testing.T) {
 			o, err := parse(tc.args, tc.getenv, new(bytes.Buffer))

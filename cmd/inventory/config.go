@@ -37,6 +37,8 @@ type config struct {
 	Sentinel       []string
 	SentinelMaster string
 	RedisPassword  string
+	RedisPassFile  string
+	DBPassFile     string
 	Redlock        []string
 	Etcd           []string
 	DB             string
@@ -99,6 +101,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	})
 	fs.StringVar(&cfg.SentinelMaster, "sentinel-master", "locklab", "with -sentinel: the name the sentinels monitor the primary by")
 	fs.StringVar(&cfg.RedisPassword, "redis-password", "", "password for every Redis node; prefer "+envName("redis-password")+": a flag's value is on the command line, which every user of the machine reads")
+	fs.StringVar(&cfg.RedisPassFile, "redis-password-file", "", "read the Redis password from this file when -redis-password is empty: a Docker secret, the Compose stack's generated password")
 	fs.Func("redlock", "comma-separated independent Redis nodes for redlock (default "+api.DefaultRedlock+")", func(s string) error {
 		nodes, err := redisconn.ParseList(s)
 		cfg.Redlock = nodes
@@ -115,6 +118,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return err
 	})
 	fs.StringVar(&cfg.DB, "db", "", "MariaDB (or MySQL) for -lock db, as a data source name: user:password@tcp(host:port)/database (empty: -lock db answers 503); prefer "+envName("db")+": the password is in it")
+	fs.StringVar(&cfg.DBPassFile, "db-password-file", "", "read the password of -db's user from this file when -db has none: a Docker secret, the Compose stack's generated password")
 	fs.StringVar(&cfg.Key, "key", api.DefaultStockKey, "stock key")
 	fs.StringVar(&cfg.LockKey, "lock-key", api.DefaultLockKey, "lock key")
 	fs.DurationVar(&cfg.TTL, "ttl", 20*time.Second, "lock lease (v4 and later); etcd's session lease in whole seconds (rounded up, at least 1 s); zk's session timeout (at most 60 s, the ensemble's bound)")
@@ -161,7 +165,48 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if err := cfg.validate(); err != nil {
 		return cfg, cli.UsageError(stderr, "inventory", "%s", err)
 	}
+	if err := cfg.readPasswords(); err != nil {
+		return cfg, cli.UsageError(stderr, "inventory", "%s", err)
+	}
 	return cfg, nil
+}
+
+// readPasswords fills the passwords not given from their files. After
+// validate: a command line refused for what it says is refused for that,
+// whether its files are there or not.
+func (c *config) readPasswords() error {
+	if c.RedisPassword == "" && c.RedisPassFile != "" {
+		pw, err := readPassword(c.RedisPassFile)
+		if err != nil {
+			return fmt.Errorf("-redis-password-file: %w", err)
+		}
+		c.RedisPassword = pw
+	}
+	if c.DB == "" || c.DBPassFile == "" {
+		return nil
+	}
+	dsn, err := mysql.ParseDSN(c.DB)
+	if err != nil || dsn.Passwd != "" {
+		return err
+	}
+	if dsn.Passwd, err = readPassword(c.DBPassFile); err != nil {
+		return fmt.Errorf("-db-password-file: %w", err)
+	}
+	c.DB = dsn.FormatDSN()
+	return nil
+}
+
+// readPassword is the password in the file at path, its line end dropped.
+func readPassword(path string) (string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	pw := strings.TrimRight(string(raw), "\r\n")
+	if pw == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return pw, nil
 }
 
 // redis is the stock's node as the logs and errors name it: -redis, or the
@@ -226,7 +271,7 @@ func (c config) validate() error {
 	case c.MaxInFlight < 1:
 		return fmt.Errorf("-max-in-flight %d: want >= 1", c.MaxInFlight)
 	}
-	return nil
+	return cli.ShortToken("the admin token (-admin-token, ADMIN_TOKEN)", c.AdminToken, c.reach())
 }
 
 // dsnErr is why dsn is not a MariaDB data source name, or nil.

@@ -7,9 +7,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/versions"
@@ -50,6 +54,61 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	}
 }
 
+// The passwords not given are read from their files (a Docker secret, the
+// Compose stack's generated one), their line end dropped; one given wins,
+// and a file missing or empty is a usage error that names its flag.
+func TestPasswordFiles(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	secret, empty := file("secret", "s3cret:@/x\n"), file("empty", "\n")
+	for name, tc := range map[string]struct {
+		env           map[string]string
+		redis, db     string
+		refused, says string
+	}{
+		"from files": {env: map[string]string{"INVENTORY_REDIS_PASSWORD_FILE": secret, "INVENTORY_DB": "locklab@tcp(mariadb:3306)/locklab", "INVENTORY_DB_PASSWORD_FILE": secret},
+			redis: "s3cret:@/x", db: "s3cret:@/x"},
+		"given wins": {env: map[string]string{"INVENTORY_REDIS_PASSWORD": "given", "INVENTORY_REDIS_PASSWORD_FILE": secret,
+			"INVENTORY_DB": "locklab:given@tcp(mariadb:3306)/locklab", "INVENTORY_DB_PASSWORD_FILE": secret}, redis: "given", db: "given"},
+		"no db":         {env: map[string]string{"INVENTORY_DB_PASSWORD_FILE": secret}},
+		"missing":       {env: map[string]string{"INVENTORY_REDIS_PASSWORD_FILE": filepath.Join(dir, "none")}, says: "-redis-password-file: open"},
+		"empty":         {env: map[string]string{"INVENTORY_REDIS_PASSWORD_FILE": empty}, says: "-redis-password-file: " + empty + " is empty"},
+		"db missing":    {env: map[string]string{"INVENTORY_DB": "u@tcp(h:1)/d", "INVENTORY_DB_PASSWORD_FILE": filepath.Join(dir, "none")}, says: "-db-password-file: open"},
+		"refused first": {env: map[string]string{"INVENTORY_REDIS_PASSWORD_FILE": filepath.Join(dir, "none"), "INVENTORY_BIND": "0.0.0.0"}, says: "-admin-open"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			c, err := parseConfig(nil, env(tc.env), &stderr)
+			if tc.says != "" {
+				if err == nil || !strings.Contains(stderr.String(), tc.says) {
+					t.Fatalf("err %v, stderr %q: want it to say %q", err, stderr.String(), tc.says)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%v\n%s", err, stderr.String())
+			}
+			var db string
+			if c.DB != "" {
+				dsn, err := mysql.ParseDSN(c.DB)
+				if err != nil {
+					t.Fatal(err)
+				}
+				db = dsn.Passwd
+			}
+			if c.RedisPassword != tc.redis || db != tc.db {
+				t.Fatalf("Redis password %q, the database's %q; want %q and %q", c.RedisPassword, db, tc.redis, tc.db)
+			}
+		})
+	}
+}
+
 // Bad input exits 2 with a message saying what is wrong; -h exits 0.
 func TestExitStatus(t *testing.T) {
 	for name, tc := range map[string]struct {
@@ -74,6 +133,8 @@ func TestExitStatus(t *testing.T) {
 		"bad bind":      {[]string{"-bind", "example.org"}, nil, 2, "-bind"},
 		"bad in-flight": {[]string{"-max-in-flight", "0"}, nil, 2, "-max-in-flight"},
 		"probe refused": {[]string{"-probe", "http://127.0.0.1:1/readyz"}, nil, 1, "probe:"},
+		"short token beyond": {nil, map[string]string{"INVENTORY_BIND": "0.0.0.0", "INVENTORY_PUBLISHED": "0.0.0.0", "INVENTORY_ADMIN_TOKEN": "fifteen-bytes!!"}, 2,
+			"the admin token (-admin-token, ADMIN_TOKEN) is 15 bytes, and clients reach 0.0.0.0 beyond loopback: want at least 16"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stderr bytes.Buffer
@@ -96,18 +157,21 @@ func TestClosedByDefault(t *testing.T) {
 	}{
 		"default":             {nil, true},
 		"every interface":     {[]string{"-bind", "0.0.0.0"}, false},
-		"with a token":        {[]string{"-bind", "0.0.0.0", "-admin-token", "t"}, true},
+		"with a token":        {[]string{"-bind", "0.0.0.0", "-admin-token", "sixteen-bytes-ok"}, true},
+		"with a short token":  {[]string{"-bind", "0.0.0.0", "-admin-token", "fifteen-bytes!!"}, false},
+		"short, on loopback":  {[]string{"-admin-token", "t"}, true},
 		"opted in":            {[]string{"-bind", "0.0.0.0", "-admin-open"}, true},
 		"ipv6 loopback":       {[]string{"-bind", "::1"}, true},
 		"localhost":           {[]string{"-bind", "localhost"}, true},
 		"another address":     {[]string{"-bind", "10.1.2.3"}, false},
-		"another, with token": {[]string{"-bind", "10.1.2.3", "-admin-token", "t"}, true},
+		"another, with token": {[]string{"-bind", "10.1.2.3", "-admin-token", "sixteen-bytes-ok"}, true},
 		// In a container, behind nginx: what counts is where nginx publishes.
-		"published on loopback":       {[]string{"-bind", "0.0.0.0", "-published", "127.0.0.1"}, true},
-		"published on ipv6 loopback":  {[]string{"-bind", "0.0.0.0", "-published", "[::1]"}, true},
-		"published everywhere":        {[]string{"-bind", "0.0.0.0", "-published", "0.0.0.0"}, false},
-		"published beyond, token":     {[]string{"-bind", "0.0.0.0", "-published", "192.168.1.5", "-admin-token", "t"}, true},
-		"loopback bind, published on": {[]string{"-published", "0.0.0.0"}, false},
+		"published on loopback":        {[]string{"-bind", "0.0.0.0", "-published", "127.0.0.1"}, true},
+		"published on ipv6 loopback":   {[]string{"-bind", "0.0.0.0", "-published", "[::1]"}, true},
+		"published everywhere":         {[]string{"-bind", "0.0.0.0", "-published", "0.0.0.0"}, false},
+		"published beyond, token":      {[]string{"-bind", "0.0.0.0", "-published", "192.168.1.5", "-admin-token", "sixteen-bytes-ok"}, true},
+		"published on loopback, short": {[]string{"-bind", "0.0.0.0", "-published", "127.0.0.1", "-admin-token", "t"}, true},
+		"loopback bind, published on":  {[]string{"-published", "0.0.0.0"}, false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stderr bytes.Buffer
@@ -147,6 +211,8 @@ func FuzzConfig(f *testing.F) {
 		switch {
 		case c.AdminToken == "" && !c.loopback() && !c.AdminOpen:
 			t.Fatalf("%q %s=%q: admin endpoints open on %s", args, name, value, c.Bind)
+		case c.AdminToken != "" && !c.loopback() && len(c.AdminToken) < 16:
+			t.Fatalf("%q %s=%q: a %d-byte admin token beyond loopback", args, name, value, len(c.AdminToken))
 		case c.Chaos && c.AdminToken == "":
 			t.Fatalf("%q %s=%q: fault hooks with no token", args, name, value)
 		case c.limits().Grace <= 0 || c.limits().Longest <= c.AcquireTimeout:

@@ -109,6 +109,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		if cfg.Token == "" {
 			return usage(stderr, "the lab is reached beyond loopback (%s): set %s or %s (ADMIN_TOKEN in the Compose stack), the token the page asks for before it starts or stops a run", reach, tokenEnv, adminTokenEnv)
 		}
+		name := tokenEnv
+		if getenv(tokenEnv) == "" {
+			name = adminTokenEnv + " (ADMIN_TOKEN in the Compose stack)"
+		}
+		if err := cli.ShortToken(name, cfg.Token, reach); err != nil {
+			return usage(stderr, "%v", err)
+		}
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -82,6 +82,21 @@ func Loopback(addr string) bool {
 	return addr == "localhost" || ip != nil && ip.IsLoopback()
 }
 
+// MinToken is the shortest token a service reached beyond loopback takes:
+// 16 bytes, which the docs' command (16 random bytes, as 32 hex digits)
+// exceeds. A short token is a guessable one, and the network may guess.
+const MinToken = 16
+
+// ShortToken is why token, set by name, is too short for a service reached
+// beyond loopback (reach), or nil: on loopback only this machine guesses.
+func ShortToken(name, token, reach string) error {
+	if token == "" || len(token) >= MinToken || Loopback(reach) {
+		return nil
+	}
+	return fmt.Errorf("%s is %d bytes, and clients reach %s beyond loopback: want at least %d "+
+		"(a random one: head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n')", name, len(token), reach, MinToken)
+}
+
 func parseIP(addr string) net.IP {
 	return net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(addr, "["), "]"))
 }

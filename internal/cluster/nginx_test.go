@@ -101,11 +101,18 @@ func closer(t *testing.T) string {
 // startNginx runs nginx with the local cluster's configuration in front of
 // replicas (addresses), on a free port, until the test ends; it returns
 // nginx's base URL.
-func startNginx(t *testing.T, replicas []string) string {
+func startNginx(t *testing.T, replicas []string) string { return startNginxLab(t, replicas, "") }
+
+// startNginxLab is startNginx with the lab at lab (an address; empty: the
+// plan's, where nothing listens).
+func startNginxLab(t *testing.T, replicas []string, lab string) string {
 	cfg := Config{Root: "../..", Dir: t.TempDir(), Port: redistest.FreePort(t), Replicas: len(replicas)}.withDefaults()
 	s := Plan(cfg)
 	for i := range s.Replicas {
 		s.Replicas[i].Addr = replicas[i]
+	}
+	if lab != "" && s.Lab != nil {
+		s.Lab.Addr = lab
 	}
 	if err := renderNginx(cfg, s); err != nil {
 		t.Fatal(err)
@@ -210,8 +217,9 @@ func TestNginxOwnErrorsAreJSON(t *testing.T) {
 }
 
 // A client beyond nginx's own network (here 127.1.0.1, outside 127.0.0.0/24)
-// is limited on /sale and the admin paths, with a JSON 429 and Retry-After;
-// a client on it (127.0.0.1, like the load test's) is not.
+// is limited on /sale and the admin paths, with a JSON 429 and Retry-After,
+// a replica's admin paths through /replica/NAME/ as the admin's (however
+// escaped); a client on it (127.0.0.1, like the load test's) is not.
 func TestNginxLimitsEachClient(t *testing.T) {
 	if !executable(lookPath("nginx")) {
 		t.Skip("nginx not installed")
@@ -232,6 +240,11 @@ func TestNginxLimitsEachClient(t *testing.T) {
 		{"127.1.0.3", "GET", "/history", admin},
 		{"127.1.0.4", "GET", "/replica/inventory-1/sale", sales},
 		{"127.1.0.5", "GET", "/healthz", nil},
+		{"127.1.0.6", "GET", "/replica/inventory-1/history", admin},
+		{"127.1.0.7", "PUT", "/replica/inventory-2/stock", admin},
+		{"127.1.0.8", "GET", "/replica/inventory-1/histor%79", admin},
+		{"127.1.0.9", "PUT", "/stock", admin},
+		{"127.0.0.1", "GET", "/replica/inventory-1/history", nil},
 		{"127.0.0.1", "POST", "/sale", nil},
 		{"127.0.0.1", "GET", "/history", nil},
 	} {
@@ -362,5 +375,77 @@ func TestNginxLabRoutes(t *testing.T) {
 		if routes != withLab || upstream != withLab || strings.Contains(conf, "lab:8070") {
 			t.Errorf("with a lab %t: routes %t, local upstream %t, Compose's lab left %t", withLab, routes, upstream, strings.Contains(conf, "lab:8070"))
 		}
+	}
+}
+
+// The lab's routes hold at most 8 connections at once per client beyond
+// nginx's own network (its live stream keeps one open while a page is): the
+// 9th is a JSON 429 at once, and one closed lets the next in; a client on
+// nginx's network (127.0.0.1, the local pages, the lab's tests) is not
+// limited.
+func TestNginxLimitsLabConnections(t *testing.T) {
+	if !executable(lookPath("nginx")) {
+		t.Skip("nginx not installed")
+	}
+	var streams atomic.Int64
+	release := make(chan struct{})
+	lab := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		streams.Add(1)
+		defer streams.Add(-1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(release); lab.Close() })
+	base := startNginxLab(t, []string{"127.0.0.1:1", "127.0.0.1:1"}, lab.Listener.Addr().String())
+	// open opens a stream with client; the test closes it at its end.
+	open := func(t *testing.T, client *http.Client) *http.Response {
+		t.Helper()
+		res, err := client.Get(base + "/lab/api/events")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { res.Body.Close() })
+		return res
+	}
+	for _, tc := range []struct {
+		source string
+		limit  int // 0: none
+	}{{"127.1.0.1", 8}, {"127.0.0.1", 0}} {
+		t.Run(tc.source, func(t *testing.T) {
+			client := sourceClient(t, tc.source)
+			var held []*http.Response
+			for i := range 12 {
+				res := open(t, client)
+				if tc.limit == 0 || i < tc.limit {
+					if res.StatusCode != http.StatusOK {
+						t.Fatalf("stream %d: %d, want 200", i+1, res.StatusCode)
+					}
+					held = append(held, res)
+					continue
+				}
+				var body api.Sale
+				_ = json.NewDecoder(res.Body).Decode(&body)
+				if res.StatusCode != http.StatusTooManyRequests || body.Code != "rate_limited" {
+					t.Fatalf("stream %d with %d open: %d %+v, want 429 rate_limited", i+1, len(held), res.StatusCode, body)
+				}
+			}
+			if tc.limit == 0 {
+				return
+			}
+			// One closed (seen gone by the lab): the next is let in.
+			before := streams.Load()
+			held[0].Body.Close()
+			if err := waitUntil(context.Background(), 5*time.Second, "a stream closed", func() bool { return streams.Load() < before }); err != nil {
+				t.Fatal(err)
+			}
+			if res := open(t, client); res.StatusCode != http.StatusOK {
+				t.Fatalf("after one closed: %d, want 200", res.StatusCode)
+			}
+		})
 	}
 }

@@ -75,6 +75,11 @@ func Compose(ctx context.Context, project, saleURL string, h api.Health, adminTo
 		}
 		return addr, nil
 	}
+	if redisPassword == "" {
+		if redisPassword, err = p.redisPassword(ctx); err != nil {
+			return Env{}, err
+		}
+	}
 	e := Env{AdminToken: adminToken, LockKey: h.LockKey, StockKey: h.StockKey, TTL: ttl, AcquireTimeout: acquire,
 		Client: &http.Client{Timeout: 2 * time.Minute}, StockNode: composeRedis[0], SpareNodes: composeRedis[1:], Procs: p}
 	replicas, err := p.findReplicas(ctx)
@@ -201,6 +206,29 @@ func (p composeProcs) container(ctx context.Context, name string) (string, error
 		return "", fmt.Errorf("scenario: Compose project %s has %d containers of %s, want 1", p.project, len(ids), name)
 	}
 	return ids[0], nil
+}
+
+// composePassword is where docker-compose.yml's services read the Redis
+// password (its secrets volume): REDIS_PASSWORD, or the one made at the
+// first up.
+const composePassword = "/run/locklab/redis-password"
+
+// redisPassword is the project's Redis password, read from the stock's
+// node's container.
+func (p composeProcs) redisPassword(ctx context.Context) (string, error) {
+	id, err := p.container(ctx, composeRedis[0])
+	if err != nil {
+		return "", err
+	}
+	out, err := docker(ctx, "exec", id, "cat", composePassword)
+	pw := strings.TrimRight(out, "\r\n")
+	if err == nil && pw == "" {
+		err = errors.New("empty")
+	}
+	if err != nil {
+		return "", fmt.Errorf("scenario: the Redis password of Compose project %s (%s in %s; or set INVENTORY_REDIS_PASSWORD): %w", p.project, composePassword, composeRedis[0], err)
+	}
+	return pw, nil
 }
 
 // containers are the ids of service's containers, running or not, but the
