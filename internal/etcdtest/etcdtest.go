@@ -155,6 +155,63 @@ func (m *Member) waitHealthy(limit time.Duration) error {
 	}
 }
 
+// WaitLeader waits until every running member names the same leader and
+// that leader is one of them: after a member is killed, a follower still
+// forwards proposals to the dead leader until its election timeout, and a
+// request sent then waits out its deadline (etcd is unavailable during an
+// election; the tests that say the lock works with a member down mean once
+// the survivors have elected one).
+func (c *Cluster) WaitLeader(limit time.Duration) {
+	c.tb.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		leader, err := c.leader()
+		if err == nil && leader != 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.tb.Fatalf("etcd: the running members agreed on no running leader within %s: %v", limit, err)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the observable state: the members' status
+	}
+}
+
+// leader is the leader every running member names, 0 when they disagree or
+// it is not one of them.
+func (c *Cluster) leader() (uint64, error) {
+	ids, leaders := map[uint64]bool{}, map[uint64]bool{}
+	for _, m := range c.Members {
+		m.mu.Lock()
+		running := m.proc != nil
+		m.mu.Unlock()
+		if !running {
+			continue
+		}
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: time.Second, Logger: zap.NewNop()})
+		if err != nil {
+			return 0, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		st, err := cli.Status(ctx, m.ClientURL)
+		cancel()
+		cli.Close()
+		if err != nil {
+			return 0, fmt.Errorf("status of %s: %w", m.Name, err)
+		}
+		ids[st.Header.MemberId] = true
+		leaders[st.Leader] = true
+	}
+	if len(leaders) != 1 {
+		return 0, fmt.Errorf("the members name %d leaders", len(leaders))
+	}
+	for l := range leaders {
+		if ids[l] {
+			return l, nil
+		}
+	}
+	return 0, fmt.Errorf("the leader they name is not running")
+}
+
 // Stop kills the member (as a crash would) and waits for it to exit. It is
 // safe to call more than once.
 func (m *Member) Stop() {

@@ -61,6 +61,7 @@ func TestEtcdMembersDown(t *testing.T) {
 	b := etcd.New(c.Client(), etcd.Options{Key: "lock", TTL: 10 * time.Second})
 
 	c.Members[0].Stop()
+	c.WaitLeader(30 * time.Second)
 	locktest.Exclusion(t, rdb, a, b)
 
 	c.Members[1].Stop()
