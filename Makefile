@@ -13,7 +13,7 @@ CLUSTER := $(GO) run ./cmd/cluster
 URL := http://localhost:$(PORT)
 REPORT := $(CURDIR)/report.html
 
-.PHONY: e2e-swarm lab lab-screenshot bench-lab fuzz stress test-busy bench bench-scale bench-docs bench-guards scenarios scenarios-compose nemesis scenarios-docs docs test test-e2e e2e-compose images-offline vet build check-tools up down status demo bench-loadtest families clean
+.PHONY: mutations e2e-swarm lab lab-screenshot bench-lab fuzz stress test-busy bench bench-scale bench-docs bench-guards scenarios scenarios-compose nemesis scenarios-docs docs test test-e2e e2e-compose images-offline vet build check-tools up down status demo bench-loadtest families clean
 
 test: check-tools vet
 	$(GO) test -race ./...
@@ -215,6 +215,12 @@ nemesis:
 	exit $$status
 
 # The same, writing the observed matrix into docs/faults.md.
+# Each cell expected to hold, run again with its fix switched off (the
+# off= hook, the version before the fix): each must show its flaw. The same
+# two passes as make scenarios; the table goes to docs/evidence.md.
+mutations:
+	@$(MAKE) --no-print-directory scenarios SCENARIO=$(SCENARIO) SCENARIO_FLAGS="-mutate -doc $(CURDIR)/docs/evidence.md $(SCENARIO_FLAGS)"
+
 scenarios-docs:
 	@$(MAKE) --no-print-directory scenarios SCENARIO=all SCENARIO_FLAGS="-doc $(CURDIR)/docs/faults.md"
 

@@ -47,6 +47,7 @@ type options struct {
 	waits        []string // "": the replicas' own
 	waitList     string
 	doc          string
+	mutate       bool // with -scenario: each held cell with its fix off
 	runDir       string
 	compose      string // with -scenario: the Compose project to run against
 	redisPass    string
@@ -82,6 +83,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	fs.Uint64Var(&o.seed, "seed", 1, "with -nemesis: the schedule's seed (the same seed, lease and cluster: the same schedule)")
 	fs.BoolVar(&o.cfg.Fence, "fence", false, "fencing on for every sale (the fence=1 hook; needs -admin-token and replicas with -chaos); only for versions that hand out tokens ("+strings.Join(versions.Fencing(), " ")+")")
 	fs.BoolVar(&o.expectUnsafe, "expect-unsafe", false, "with -nemesis: exit 1 when it found no violation for a version")
+	fs.BoolVar(&o.mutate, "mutate", false, "with -scenario: run each cell expected to hold with its fix switched off (fencing, the acknowledgement, the watchdog, the lock, ...); each must show its flaw, or the cell could not have failed (make mutations); with -doc the table goes to the section mutations-observed")
 	fs.StringVar(&o.doc, "doc", "", "with -scenario: write the observed matrix into this Markdown file's generated section (scenarios-observed: docs/faults.md; scenarios-observed-sentinel on a cluster Redis Sentinel watches)")
 	fs.Func("note", "a line about the setup, shown in the report (repeatable)", func(s string) error {
 		o.notes = append(o.notes, s)
@@ -136,6 +138,14 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	if o.expectSafe && o.cfg.Stock == 0 {
 		return o, cli.UsageError(stderr, "loadtest", "-stock 0 with -expect-safe: with nothing to sell, no lock can show it is safe")
 	}
+	if o.mutate && o.scenario != "" && !slices.ContainsFunc(chosen(o.scenario), func(s scenario.Scenario) bool {
+		return len(scenario.Mutations(s, o.locks)) > 0
+	}) {
+		return o, cli.UsageError(stderr, "loadtest", "-mutate: -scenario %s with -lock %s has no cell expected to hold: no fix to switch off", o.scenario, o.lockList)
+	}
+	if o.mutate && o.out != "" {
+		return o, cli.UsageError(stderr, "loadtest", "-out with -mutate: the mutations print a table (and with -doc write it), no report")
+	}
 	if o.scenario != "" {
 		if why := noCell(o.scenario, o.locks); why != "" {
 			return o, cli.UsageError(stderr, "loadtest", "-scenario %s with -lock %s %s", o.scenario, o.lockList, why)
@@ -150,7 +160,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 var modeFlags = map[string][]string{
 	"load test":  {"n", "c", "rate", "stock", "lock", "wait", "fence", "expect-safe"},
 	"-plain run": {"n", "c", "rate"},
-	"scenarios":  {"lock", "doc"},
+	"scenarios":  {"lock", "doc", "mutate"},
 	"nemesis":    {"duration", "seed", "expect-unsafe"},
 }
 
@@ -259,6 +269,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return cli.Status(err)
 	}
 	o.cfg.Client = loadtest.NewClient(o.cfg.Concurrency)
+	if o.mutate {
+		return runMutations(ctx, o, stdout, stderr)
+	}
 	if o.scenario != "" {
 		return runScenarios(ctx, o, stdout, stderr)
 	}

@@ -171,6 +171,9 @@ func TestRefusedBeforeAnyLoad(t *testing.T) {
 		"plain with a lock":     {[]string{"-plain", "-lock", "v6", "-stock", "5"}, "-lock -stock: not used by the -plain run"},
 		"load test with -doc":   {[]string{"-lock", "v6", "-doc", "x.md"}, "-doc: not used by the load test"},
 		"load test with -seed":  {[]string{"-lock", "v6", "-seed", "3"}, "-seed: not used by the load test"},
+		"load test, mutate":     {[]string{"-lock", "v6", "-mutate"}, "-mutate: not used by the load test"},
+		"mutate, nothing held":  {[]string{"-scenario", "slow-holder", "-lock", "v6", "-mutate"}, "has no cell expected to hold"},
+		"mutate with -out":      {[]string{"-scenario", "slow-holder", "-lock", "v8", "-mutate", "-out", "x.html"}, "-out with -mutate"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

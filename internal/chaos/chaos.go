@@ -6,6 +6,7 @@ package chaos
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -33,6 +34,65 @@ type Faults struct {
 	// restarts, which takes milliseconds for a process and seconds for a
 	// container, so it sizes the lease from a restart it measured.
 	Lease time.Duration
+	// Off switches fixes off for this request: each cell that holds is run
+	// again with its fix off and must then show the flaw (make mutations),
+	// or the cell could not have failed.
+	Off Off
+}
+
+// Off names the fixes a request switches off. Each keeps every request the
+// sale sends: only the check the fix makes is gone.
+type Off struct {
+	// Fence: the stock compares the sale's token with no other holder's:
+	// each sale fences in a token domain of its own.
+	Fence bool
+	// Ack: nothing waits for the replicas' acknowledgement (-replica-ack,
+	// replica_ack=N): the lock's and the stock write's.
+	Ack bool
+	// Lock: the lock grants whoever asks: a sale that has not got it within
+	// LockGrace goes on without it (unfenced: it has no token).
+	Lock bool
+	// LeaseCheck: the sale writes even when it knows its lease lost (the
+	// watchdog's or the library's notice, checked before the write).
+	LeaseCheck bool
+}
+
+// LockGrace is how long a sale with Off.Lock tries the lock before it goes
+// on without it.
+const LockGrace = 250 * time.Millisecond
+
+// ParseOff reads a comma-separated list of fixes to switch off (fence, ack,
+// lock, lease-check).
+func ParseOff(v string) (Off, bool) {
+	var o Off
+	for _, name := range strings.Split(v, ",") {
+		switch name {
+		case "fence":
+			o.Fence = true
+		case "ack":
+			o.Ack = true
+		case "lock":
+			o.Lock = true
+		case "lease-check":
+			o.LeaseCheck = true
+		default:
+			return Off{}, false
+		}
+	}
+	return o, true
+}
+
+// OffNames are the fixes ParseOff knows.
+const OffNames = "fence, ack, lock, lease-check"
+
+// AckWait is how many replicas must acknowledge: n, or 0 with the
+// acknowledgement switched off.
+func AckWait(ctx context.Context, n int) int {
+	f := From(ctx)
+	if f.Off.Ack {
+		return 0
+	}
+	return max(n, f.ReplicaAck)
 }
 
 type key struct{}

@@ -26,14 +26,14 @@ import (
 // stopped by SIGSTOP, or a long GC pause, would) past its lease; B takes the
 // lock and sells; A wakes and writes. It returns the stock afterwards and A's
 // error.
-func pauseHolder(t *testing.T, fenced bool) (stockAfter int, errA error) {
+func pauseHolder(t *testing.T, fenced bool, off chaos.Off) (stockAfter int, errA error) {
 	t.Helper()
 	rdb := redistest.Start(t).Client()
 	setStock(t, rdb, 10)
 	const lease = 50 * time.Millisecond
 	m := sale.Method{Name: "v6", Lock: locktest.Poll(lua.New(rdb, lua.Options{Key: "lock", TTL: lease, Fence: fenced})), Fence: map[bool]string{true: "redis"}[fenced]}
 	frozen, thaw := make(chan struct{}), make(chan struct{})
-	freeze := chaos.With(context.Background(), chaos.Faults{BeforeWrite: func(context.Context) {
+	freeze := chaos.With(context.Background(), chaos.Faults{Off: off, BeforeWrite: func(context.Context) {
 		close(frozen)
 		<-thaw
 	}})
@@ -58,7 +58,7 @@ func pauseHolder(t *testing.T, fenced bool) (stockAfter int, errA error) {
 // Without fencing the frozen holder's write lands after its successor's: two
 // units sold, one taken from the stock.
 func TestPauseHolderOversellsWithoutFencing(t *testing.T) {
-	after, errA := pauseHolder(t, false)
+	after, errA := pauseHolder(t, false, chaos.Off{})
 	if errA != nil || after != 9 {
 		t.Fatalf("A: err %v, stock %d; want A to sell too and the stock at 9 (the oversell)", errA, after)
 	}
@@ -66,7 +66,7 @@ func TestPauseHolderOversellsWithoutFencing(t *testing.T) {
 
 // With fencing the storage refuses the stale write: one unit sold, one taken.
 func TestPauseHolderIsFenced(t *testing.T) {
-	after, errA := pauseHolder(t, true)
+	after, errA := pauseHolder(t, true, chaos.Off{})
 	if !errors.Is(errA, sale.ErrFenced) || after != 9 {
 		t.Fatalf("A: err %v, stock %d; want ErrFenced and the stock at 9 (B's sale only)", errA, after)
 	}

@@ -140,6 +140,7 @@ type Client interface {
 	replicaack.Pipeliner
 	Get(ctx context.Context, key string) *redis.StringCmd
 	Set(ctx context.Context, key string, value any, expiration time.Duration) *redis.StatusCmd
+	Del(ctx context.Context, keys ...string) *redis.IntCmd // a fence switched off: its own domain's key
 }
 
 // ReleaseTimeout bounds a release: it runs even when the request is gone, so
@@ -250,21 +251,31 @@ func (s *Service) sell(ctx context.Context, m Method, tr *Trace) (res Result, er
 		}
 		l = nested(inner, l)
 	}
-	f, err := s.fence(m, l, tr.Owner)
+	f, err := s.fence(ctx, m, l, tr.Owner)
 	if err != nil {
 		return Result{}, err
+	}
+	if f != nil && chaos.From(ctx).Off.Fence {
+		defer s.rdb.Del(context.WithoutCancel(ctx), f.key) // its own domain: nobody else's
 	}
 	return s.readCheckWrite(ctx, l, f, tr)
 }
 
 // acquire waits for m's lock at most acquireTimeout.
 func (s *Service) acquire(ctx context.Context, m Method, owner string) (lease.Lease, error) {
-	actx, cancel := context.WithTimeout(ctx, s.acquireTimeout)
+	limit, grants := s.acquireTimeout, chaos.From(ctx).Off.Lock
+	if grants {
+		limit = min(limit, chaos.LockGrace)
+	}
+	actx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	start := time.Now()
 	l, err := m.Lock.Acquire(actx, owner)
 	if s.observer != nil {
 		s.observer.Acquired(m, time.Since(start), err)
+	}
+	if err != nil && grants { // the lock switched off: it grants anyway
+		return lease.New(func(context.Context) error { return nil }, 0, nil), nil
 	}
 	if err != nil && ctx.Err() == nil && actx.Err() != nil && errors.Is(err, context.DeadlineExceeded) && !netFailure(err) {
 		return nil, fmt.Errorf("%w (%s): %w", ErrLockTimeout, s.acquireTimeout, err)
@@ -315,12 +326,23 @@ type fencing struct {
 
 // fence is l's fencing under m, or nil when the sale is not fenced. A fenced
 // sale whose lease has no token is ErrNoToken: it is never run unfenced.
-func (s *Service) fence(m Method, l lease.Lease, owner string) (*fencing, error) {
+//
+// With the fence switched off (chaos.Off.Fence) the sale still sends its
+// token with every read and write, in a domain of its own (the key names
+// its owner): the check is there, compared with no other holder's token.
+// A sale that went on without the lock (chaos.Off.Lock) has no token and
+// runs unfenced.
+func (s *Service) fence(ctx context.Context, m Method, l lease.Lease, owner string) (*fencing, error) {
+	off := chaos.From(ctx).Off
 	switch {
 	case m.Fence == "":
 		return nil, nil
+	case off.Lock && l.Token() == 0:
+		return nil, nil
 	case l.Token() <= 0:
 		return nil, fmt.Errorf("%w (%s, token %d)", ErrNoToken, m.Name, l.Token())
+	case off.Fence:
+		return &fencing{token: l.Token(), owner: owner, key: s.key + ":fence:off:" + owner}, nil
 	}
 	return &fencing{token: l.Token(), owner: owner, key: s.key + ":fence:" + m.Fence}, nil
 }
@@ -353,7 +375,7 @@ func (s *Service) readCheckWrite(ctx context.Context, l lease.Lease, f *fencing,
 		case <-t.C:
 		}
 	}
-	if l != nil && lease.IsLost(l) {
+	if l != nil && lease.IsLost(l) && !chaos.From(ctx).Off.LeaseCheck {
 		return Result{}, ErrLeaseLost
 	}
 	chaos.BeforeWrite(ctx) // after the last check: a pause here goes unnoticed
@@ -460,7 +482,7 @@ func (s *Service) sellAtomic(ctx context.Context, tr *Trace) (Result, error) {
 // a failover to a replica that missed it would lose it (seed 004's problem
 // 4, for the stock rather than the lock).
 func (s *Service) replicated(ctx context.Context) error {
-	n := max(s.replicaAck, chaos.From(ctx).ReplicaAck)
+	n := chaos.AckWait(ctx, s.replicaAck)
 	if n == 0 {
 		return nil
 	}

@@ -23,4 +23,25 @@ func TestDocs(t *testing.T) {
 		b.WriteString("| `" + s.Name + "` | " + strings.ReplaceAll(s.Injected, "|", `\|`) + " | " + strings.Join(expect, "; ") + " |\n")
 	}
 	docgen.Check(t, "../../docs/faults.md", "scenario-list", b.String())
+	mutationDocs(t)
+}
+
+// docs/evidence.md lists each held cell's mutation: the fix it proves and
+// how it is switched off, as Mutations has them.
+func mutationDocs(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("| cell | lock | expected | fix switched off | runs |\n|---|---|---|---|---|\n")
+	for _, s := range All {
+		for _, m := range Mutations(s, versions.Names()) {
+			fix, runs := m.Fix, m.Runs+" `"+m.As+"`"
+			if m.Off != "" {
+				runs += " `off=" + m.Off + "`"
+			}
+			if m.Missing != "" {
+				fix, runs = "none yet", "-"
+			}
+			b.WriteString("| " + s.Name + " | `" + m.Lock + "` | " + s.Expect[m.Lock] + " | " + fix + " | " + runs + " |\n")
+		}
+	}
+	docgen.Check(t, "../../docs/evidence.md", "mutations-plan", b.String())
 }

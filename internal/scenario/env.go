@@ -76,6 +76,7 @@ type Env struct {
 	Faults *toxiproxy.Client
 
 	lock string // the running cell's version: where its lock is watched
+	off  string // the fixes every sale of the cell switches off (off=, a mutation's), "" none
 
 	cell  string        // the running cell's id: its requests' ids start with it
 	seq   *atomic.Int64 // the cell's requests, numbered
@@ -181,6 +182,9 @@ func (e Env) sellAt(ctx context.Context, saleURL, lock, hooks string) <-chan rep
 		var r reply
 		defer func() { ch <- r }()
 		u := saleURL + "?lock=" + url.QueryEscape(lock) + "&" + hooks
+		if e.off != "" {
+			u += "&off=" + e.off
+		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
 		if err != nil {
 			r.err = err

@@ -361,8 +361,9 @@ func (h *handlers) record(m sale.Method, outcome string) {
 // business time), release_pause=DURATION (a pause at the release's last moment
 // before it deletes the lock), nested=1 (take the lock twice) and fence=1|0
 // (fencing on or off for this sale, whatever -fence says; nil when not
-// asked), stop_before_write=1, replica_ack=N and lease=DURATION (this
-// acquisition's lease, for the locks that take one per acquisition). They
+// asked), stop_before_write=1, replica_ack=N, lease=DURATION (this
+// acquisition's lease, for the locks that take one per acquisition) and
+// off=FIX,... (fixes switched off, see chaos.Off: make mutations). They
 // need -chaos and the admin token; a request without them is untouched.
 func (h *handlers) faults(r *http.Request, q url.Values) (f chaos.Faults, nested bool, fence *bool, rerr *requestError) {
 	duration := func(v string, limit time.Duration) (time.Duration, bool) {
@@ -394,6 +395,7 @@ func (h *handlers) faults(r *http.Request, q url.Values) (f chaos.Faults, nested
 			return err == nil && n >= 0 && n <= 5
 		}},
 		{"lease", "a duration in (0, " + maxLease.String() + "]", func(v string) (ok bool) { f.Lease, ok = duration(v, maxLease); return ok }},
+		{"off", "fixes to switch off, comma-separated: " + chaos.OffNames, func(v string) (ok bool) { f.Off, ok = chaos.ParseOff(v); return ok }},
 		{"fence", "1 or 0", func(v string) bool {
 			b, ok := boolean(v)
 			fence = &b
@@ -404,7 +406,7 @@ func (h *handlers) faults(r *http.Request, q url.Values) (f chaos.Faults, nested
 		return f, false, nil, nil
 	}
 	if !h.Chaos {
-		return f, false, nil, &requestError{api.CodeChaosDisabled, "fault hooks (hold, release_pause, nested, fence, stop_before_write, replica_ack, lease) need the service started with -chaos"}
+		return f, false, nil, &requestError{api.CodeChaosDisabled, "fault hooks (hold, release_pause, nested, fence, stop_before_write, replica_ack, lease, off) need the service started with -chaos"}
 	}
 	if !h.authorized(r) {
 		return f, false, nil, &requestError{api.CodeUnauthorized, "fault hooks need the admin token: send Authorization: Bearer <token>"}

@@ -423,7 +423,8 @@ func TestFaultHooksAreGuarded(t *testing.T) {
 	on.expect(t, on.do(t, "POST", "/sale?hold=1ms", ""), 401, map[string]any{"code": "unauthorized"})
 	on.expect(t, on.do(t, "POST", "/sale?hold=1ms", "", "Authorization", "Bearer wrong"), 401, nil)
 	for _, q := range []string{"hold=soon", "hold=-1s", "hold=1h", "release_pause=0s", "nested=maybe", "fence=maybe", "lock=v1&fence=1", "lock=db-seed&fence=1",
-		"lease=0s", "lease=1h", "lease=5s"} { // v6 takes no lease per request
+		"lease=0s", "lease=1h", "lease=5s", // v6 takes no lease per request
+		"off=", "off=fencing", "off=fence,", "off=lock,nothing"} { // make mutations' switches: known names only
 		on.expect(t, on.do(t, "POST", "/sale?"+q, "", "Authorization", "Bearer t"), 400, map[string]any{"code": "bad_request"})
 	}
 	if on.stock(t) != "5" {
@@ -436,6 +437,12 @@ func TestFaultHooksAreGuarded(t *testing.T) {
 	if tok := on.rdb.HGet(context.Background(), api.DefaultStockKey+":fence:redis", "token").Val(); tok == "" {
 		t.Fatal("fence=1 sold without a fencing token reaching the stock")
 	}
+	off.expect(t, off.do(t, "POST", "/sale?off=lock", "", "Authorization", "Bearer t"), 400, map[string]any{"code": "chaos_disabled"})
+	// off=lock: the lock grants whoever asks, a sale sells while another
+	// holds it (with the lock on, a 100 ms deadline's 503).
+	on.rdb.Set(context.Background(), api.DefaultLockKey, "someone else", time.Minute)
+	on.expect(t, on.do(t, "POST", "/sale", ""), 503, map[string]any{"code": "lock_timeout"})
+	on.expect(t, on.do(t, "POST", "/sale?off=lock,fence", "", "Authorization", "Bearer t"), 200, map[string]any{"sold": true, "remaining": 2.0})
 }
 
 // The reentry scenario through the API: v6 asked to nest waits on itself

@@ -1,0 +1,115 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// Held are the outcomes that say a fix held: one holder, no oversell, no
+// lost update, a stale write refused, a waiter served. A cell expected to
+// hold is shown able to fail by its mutation.
+var Held = []string{NoOversell, StaleRefused, KeepsSuccessor, Passes, Resumes, KeepsSelling, Clean503,
+	StopsBeforeWrite, NoTwoHolders, NoConfirmedLost, MovesOn, AllWoken, StrandsCleanly}
+
+// A Mutation is a cell expected to hold, run again with the fix that holds
+// it switched off. It must then show the flaw: a cell that still holds with
+// its fix off could never have failed, and its "held" proves nothing.
+type Mutation struct {
+	Scenario string `json:"scenario"` // the held cell's
+	Lock     string `json:"lock"`
+	Fix      string `json:"fix"` // the fix switched off, in words
+	// Runs and As are what runs: the cell's own scenario and lock, or the
+	// version before the fix (v7 for v8's watchdog) or the scenario's own
+	// run without it (redlock-restart for +delay).
+	Runs string `json:"runs"`
+	As   string `json:"as"`
+	Off  string `json:"off,omitempty"` // the sales' off= hook (chaos.Off), "" none
+	// Missing says why the cell has no switch yet ("" when it has one): it
+	// is shown as a gap, never as a pass.
+	Missing string `json:"missing,omitempty"`
+}
+
+// Mutations are the mutations of s's cells for locks: one per cell expected
+// to hold.
+func Mutations(s Scenario, locks []string) []Mutation {
+	var ms []Mutation
+	for _, lock := range locks {
+		if exp, ok := s.Expect[lock]; ok && slices.Contains(Held, exp) {
+			ms = append(ms, mutation(s, lock, exp))
+		}
+	}
+	return ms
+}
+
+// previous are the tutorial's versions, each the one before its fix.
+var previous = map[string]struct{ version, fix string }{
+	"v5": {"v4", "the owner check (v4)"},
+	"v6": {"v5", "the atomic release (v5)"},
+	"v7": {"v6", "reentrancy (v6)"},
+	"v8": {"v7", "the watchdog (v7)"},
+}
+
+// mutation is the switch for one held cell: the fix its outcome rests on,
+// switched off.
+func mutation(s Scenario, lock, expected string) Mutation {
+	m := Mutation{Scenario: s.Name, Lock: lock, Runs: s.Name, As: lock}
+	base := func(name string) bool { return s.Name == name || s.Name == name+"+fence" }
+	switch {
+	case expected == StaleRefused:
+		m.Fix, m.Off = "fencing: the stock compares no other holder's token", "fence"
+	case expected == NoTwoHolders && (s.Name == "failover+ack" || s.Name == "failover-sentinel+ack"),
+		expected == NoConfirmedLost && s.Name == "failover-write+ack":
+		m.Fix, m.Off = "the replicas' acknowledgement", "ack"
+	case s.Name == "redlock-restart+delay":
+		m.Fix, m.Runs = "the restarted node's delay (redlock-restart)", "redlock-restart"
+	case s.Name == "redlock-restart+fsync":
+		m.Fix, m.Runs = "fsync on every write (redlock-restart)", "redlock-restart"
+	case (base("slow-holder") || s.Name == "lost-lease") && lock == "v8":
+		m.Fix, m.As = "the watchdog (v7)", "v7"
+		if s.Name == "slow-holder+fence" {
+			m.Fix, m.Off = "the watchdog (v7) and fencing", "fence"
+		}
+	case base("slow-holder") && expected == NoOversell:
+		m.Fix, m.Off = "the lock: it grants whoever asks", "lock"
+	case expected == StopsBeforeWrite:
+		m.Fix, m.Off = "the check of a lost lease before the write", "lease-check"
+	case s.Name == "reentry": // v8 is reentrant as v7 is: the fix is v7's
+		m.Fix, m.As = "reentrancy (v6)", "v6"
+	case s.Name == "release-race":
+		if p, ok := previous[lock]; ok {
+			m.Fix, m.As = p.fix, p.version
+		}
+	case s.Name == "crash-holder" && (lock == "db" || slices.Contains([]string{"v4", "v5", "v6", "v7", "v8"}, lock)):
+		m.Fix, m.As = "the lease's expiry (v3)", "v3"
+		if lock == "db" {
+			m.As = "db-seed" // the seed's database lock: no expiry
+		}
+	case s.Name == "majority-down":
+		m.Fix, m.Off = "the lock: it grants whoever asks", "lock"
+	}
+	if m.Fix == "" {
+		m.Missing = fmt.Sprintf("no switch yet for %q under %s", expected, lock)
+	}
+	return m
+}
+
+// Run runs m's cell with its fix off against e.
+func (m Mutation) Run(ctx context.Context, e Env) (Cell, error) {
+	i := slices.IndexFunc(All, func(s Scenario) bool { return s.Name == m.Runs })
+	if i < 0 {
+		return Cell{}, fmt.Errorf("mutation of %s: no scenario %s", m.Scenario, m.Runs)
+	}
+	if _, ok := All[i].Expect[m.As]; !ok {
+		return Cell{}, fmt.Errorf("mutation of %s, %s: %s has no cell for %s", m.Scenario, m.Lock, m.Runs, m.As)
+	}
+	e.off = m.Off
+	return All[i].Run(ctx, e, m.As)
+}
+
+// Shows reports whether c, a mutation's run, showed the flaw: it tested
+// something (not "not tested"), the history agrees with what it observed,
+// and that is no fix holding.
+func Shows(c Cell) bool {
+	return !c.NotTested() && c.Evidence == "" && !slices.Contains(Held, c.Observed)
+}
