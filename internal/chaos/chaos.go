@@ -49,20 +49,23 @@ type Off struct {
 	// Ack: nothing waits for the replicas' acknowledgement (-replica-ack,
 	// replica_ack=N): the lock's and the stock write's.
 	Ack bool
-	// Lock: the lock grants whoever asks: a sale that has not got it within
-	// LockGrace goes on without it (unfenced: it has no token).
+	// Lock: the lock grants whoever asks, at once: the sale goes on without
+	// waiting for it (unfenced: it has no token). It still asks for it in
+	// the background and releases what it got when the sale ends, so a
+	// cell that watches the lock sees its holder.
 	Lock bool
 	// LeaseCheck: the sale writes even when it knows its lease lost (the
 	// watchdog's or the library's notice, checked before the write).
 	LeaseCheck bool
+	// Claim: a release that hands the lock over (-wait handoff) or wakes a
+	// waiter (notify) does not check at the claim deadline that it was
+	// taken: a dead waiter's turn passes only by the others' own periodic
+	// check.
+	Claim bool
 }
 
-// LockGrace is how long a sale with Off.Lock tries the lock before it goes
-// on without it.
-const LockGrace = 250 * time.Millisecond
-
 // ParseOff reads a comma-separated list of fixes to switch off (fence, ack,
-// lock, lease-check).
+// lock, lease-check, claim).
 func ParseOff(v string) (Off, bool) {
 	var o Off
 	for _, name := range strings.Split(v, ",") {
@@ -75,6 +78,8 @@ func ParseOff(v string) (Off, bool) {
 			o.Lock = true
 		case "lease-check":
 			o.LeaseCheck = true
+		case "claim":
+			o.Claim = true
 		default:
 			return Off{}, false
 		}
@@ -83,7 +88,7 @@ func ParseOff(v string) (Off, bool) {
 }
 
 // OffNames are the fixes ParseOff knows.
-const OffNames = "fence, ack, lock, lease-check"
+const OffNames = "fence, ack, lock, lease-check, claim"
 
 // AckWait is how many replicas must acknowledge: n, or 0 with the
 // acknowledgement switched off.

@@ -42,8 +42,9 @@ func TestFenceSwitchedOffLeavesNoKey(t *testing.T) {
 	}
 }
 
-// The lock switched off grants whoever asks: a sale sells while another
-// owner holds the lock, where with the lock on it times out.
+// The lock switched off grants whoever asks, at once: a sale sells while
+// another owner holds the lock, where with the lock on it times out; what
+// its background ask got is released (the other's key stays).
 func TestLockSwitchedOff(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	setStock(t, rdb, 5)
@@ -52,19 +53,23 @@ func TestLockSwitchedOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer held.Release(context.Background())
-	svc := newService(rdb, 5*time.Second)
+	svc := newService(rdb, 300*time.Millisecond) // its background ask waits that long: the lock is held
 	off := chaos.With(context.Background(), chaos.Faults{Off: chaos.Off{Lock: true}})
 	for _, fence := range []string{"", "redis"} { // a fenced sale without the lock runs unfenced
 		if _, err := svc.Sell(off, sale.Method{Name: "v6", Lock: g, Fence: fence}); err != nil {
 			t.Fatalf("fence %q: a sale with the lock switched off: %v, want it sold", fence, err)
 		}
 	}
-	if stock(t, rdb) != 3 {
-		t.Fatalf("stock %d, want 3", stock(t, rdb))
+	if stock(t, rdb) != 3 || rdb.Get(context.Background(), "lock").Val() == "" {
+		t.Fatalf("stock %d, lock %q; want 3 and the other owner's lock", stock(t, rdb), rdb.Get(context.Background(), "lock").Val())
 	}
 	if _, err := newService(rdb, 100*time.Millisecond).Sell(context.Background(), sale.Method{Name: "v6", Lock: g}); !errors.Is(err, sale.ErrLockTimeout) {
 		t.Fatalf("with the lock on: %v, want ErrLockTimeout", err)
+	}
+	// With the lock free, the background ask takes it and the release frees it.
+	held.Release(context.Background())
+	if _, err := svc.Sell(off, sale.Method{Name: "v6", Lock: g}); err != nil || rdb.Exists(context.Background(), "lock").Val() != 0 {
+		t.Fatalf("a sale with the lock off, the lock free: %v, lock left: %d; want sold and no lock left", err, rdb.Exists(context.Background(), "lock").Val())
 	}
 }
 

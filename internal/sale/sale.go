@@ -263,24 +263,55 @@ func (s *Service) sell(ctx context.Context, m Method, tr *Trace) (res Result, er
 
 // acquire waits for m's lock at most acquireTimeout.
 func (s *Service) acquire(ctx context.Context, m Method, owner string) (lease.Lease, error) {
-	limit, grants := s.acquireTimeout, chaos.From(ctx).Off.Lock
-	if grants {
-		limit = min(limit, chaos.LockGrace)
+	if chaos.From(ctx).Off.Lock { // the lock switched off: it grants at once
+		return s.granted(ctx, m, owner), nil
 	}
-	actx, cancel := context.WithTimeout(ctx, limit)
+	actx, cancel := context.WithTimeout(ctx, s.acquireTimeout)
 	defer cancel()
 	start := time.Now()
 	l, err := m.Lock.Acquire(actx, owner)
 	if s.observer != nil {
 		s.observer.Acquired(m, time.Since(start), err)
 	}
-	if err != nil && grants { // the lock switched off: it grants anyway
-		return lease.New(func(context.Context) error { return nil }, 0, nil), nil
-	}
 	if err != nil && ctx.Err() == nil && actx.Err() != nil && errors.Is(err, context.DeadlineExceeded) && !netFailure(err) {
 		return nil, fmt.Errorf("%w (%s): %w", ErrLockTimeout, s.acquireTimeout, err)
 	}
 	return l, err
+}
+
+// granted is the lease of a lock switched off (chaos.Off.Lock, make
+// mutations): held at once, with no token. The lock is still asked for in
+// the background (the cells watch it to know when to act); the release
+// waits for that answer and releases what it got.
+func (s *Service) granted(ctx context.Context, m Method, owner string) lease.Lease {
+	got := make(chan lease.Lease, 1)
+	go func() {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.acquireTimeout)
+		defer cancel()
+		l, err := m.Lock.Acquire(actx, owner)
+		if err != nil {
+			l = nil
+		}
+		got <- l
+	}()
+	return lease.New(func(ctx context.Context) error {
+		select {
+		case l := <-got:
+			if l != nil {
+				return l.Release(ctx)
+			}
+			return nil
+		case <-ctx.Done(): // still asking: release it once answered
+			go func() {
+				if l := <-got; l != nil {
+					rctx, cancel := context.WithTimeout(context.Background(), s.releaseTimeout)
+					defer cancel()
+					_ = l.Release(rctx) // best effort: its lease ends it otherwise
+				}
+			}()
+			return ctx.Err()
+		}
+	}, 0, nil)
 }
 
 // netFailure reports whether err is the network failing (a dial, a lookup, a

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/locklab/locklab/internal/versions"
 )
 
 // Held are the outcomes that say a fix held: one holder, no oversell, no
@@ -35,11 +37,20 @@ type Mutation struct {
 func Mutations(s Scenario, locks []string) []Mutation {
 	var ms []Mutation
 	for _, lock := range locks {
-		if exp, ok := s.Expect[lock]; ok && slices.Contains(Held, exp) {
+		if exp, ok := s.Expect[lock]; ok && slices.Contains(Held, exp) && !storeDown(s, lock) {
 			ms = append(ms, mutation(s, lock, exp))
 		}
 	}
 	return ms
+}
+
+// storeDown reports the cells whose "clean 503s, stock unchanged" is the
+// stock's own node down (node-down, the single-node Redis locks: the
+// lock's node is the stock's): no sale could change the stock whatever the
+// lock did, so the cell claims nothing of the lock's, and there is no fix
+// to switch off.
+func storeDown(s Scenario, lock string) bool {
+	return s.Name == "node-down" && s.Expect[lock] == Clean503 && !versions.NeedsDB(lock)
 }
 
 // previous are the tutorial's versions, each the one before its fix.
@@ -80,12 +91,18 @@ func mutation(s Scenario, lock, expected string) Mutation {
 		if p, ok := previous[lock]; ok {
 			m.Fix, m.As = p.fix, p.version
 		}
-	case s.Name == "crash-holder" && (lock == "db" || slices.Contains([]string{"v4", "v5", "v6", "v7", "v8"}, lock)):
+	case s.Name == "crash-holder":
+		// A lock whose dead holder's lease never ends: the tutorial's v3
+		// (the database family's own, db-seed, for db). The libraries'
+		// leases cannot be switched off; the cell's verdict (B's reply) is
+		// the same code for every lock.
 		m.Fix, m.As = "the lease's expiry (v3)", "v3"
 		if lock == "db" {
-			m.As = "db-seed" // the seed's database lock: no expiry
+			m.Fix, m.As = "the hold's expiry (db-seed)", "db-seed"
 		}
-	case s.Name == "majority-down":
+	case expected == MovesOn:
+		m.Fix, m.Off = "the releaser's check at the claim deadline", "claim"
+	case s.Name == "majority-down", s.Name == "node-down":
 		m.Fix, m.Off = "the lock: it grants whoever asks", "lock"
 	}
 	if m.Fix == "" {

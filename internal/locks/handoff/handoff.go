@@ -40,6 +40,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/fence"
 	"github.com/redis/go-redis/v9"
@@ -170,12 +171,14 @@ func (g *Giver) ClaimMS() int64 { return fence.PX(g.claim) }
 // still queued, whose grant is checked in turn. A check that fails leaves an
 // unclaimed grant to expire by itself; the waiters' periodic check then
 // takes the free lock.
-func (g *Giver) Released(reply any) (int64, error) {
+func (g *Giver) Released(ctx context.Context, reply any) (int64, error) {
 	switch v := reply.(type) {
 	case int64:
 		return v, nil
 	case string:
-		g.check.After(g.claim + time.Millisecond)
+		if !chaos.From(ctx).Off.Claim { // switched off only by make mutations
+			g.check.After(g.claim + time.Millisecond)
+		}
 		return 1, nil
 	default:
 		return 0, fmt.Errorf("handoff: hand over %s: unexpected reply %T %v", g.keys.Lock, reply, reply)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/handoff"
 	"github.com/redis/go-redis/v9"
@@ -282,7 +283,7 @@ func (n *Notifier) enqueue(ctx context.Context, owner string, wait time.Duration
 // failure is only logged: the entry expires at its deadline, and the waiters
 // check their place every Backstop.
 func (n *Notifier) leave(ctx context.Context, owner string) {
-	if n.wake(ctx, owner) {
+	if n.wake(ctx, owner) && !chaos.From(ctx).Off.Claim { // switched off only by make mutations
 		n.recheck.After(n.claim + time.Millisecond)
 	}
 }

@@ -142,7 +142,7 @@ func (l *Locker) HandOver(ctx context.Context, owner string, checked bool) error
 	reply, err := handoverScript.Run(ctx, l.rdb, l.keys.List(), owner, handoff.Flag(checked), l.giver.ClaimMS()).Result()
 	var n int64
 	if err == nil {
-		n, err = l.giver.Released(reply)
+		n, err = l.giver.Released(ctx, reply)
 	}
 	if err != nil {
 		return fmt.Errorf("setnx: hand over %s: %w", l.opts.Key, err)

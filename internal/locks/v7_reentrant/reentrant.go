@@ -141,7 +141,7 @@ func (l *Locker) release(ctx context.Context, owner string) error {
 		var reply any
 		reply, err = handoverScript.Run(ctx, l.rdb, l.keys.List(), owner, l.giver.ClaimMS()).Result()
 		if err == nil {
-			n, err = l.giver.Released(reply)
+			n, err = l.giver.Released(ctx, reply)
 		}
 	} else {
 		n, err = releaseScript.Run(ctx, l.rdb, []string{l.opts.Key}, owner).Int64()
