@@ -50,6 +50,11 @@ type Side struct {
 	// a 503), by reason in FailedBy.
 	Failed   int            `json:"failed"`
 	FailedBy map[string]int `json:"failed_by,omitempty"`
+	// TooLittle says which round tested too little (sold nothing, or
+	// served under half its requests), "" when none did: such a side is
+	// no baseline, and the comparison's targets fail on it (a library that
+	// failed every request would otherwise let "at least as fast" pass).
+	TooLittle string `json:"too_little,omitempty"`
 	// Per sale, over every round: commands run in Redis (every node, from
 	// INFO commandstats), and round trips the replicas' go-redis clients
 	// made (rueidislock's own client is not counted: Trips says so).
@@ -119,6 +124,9 @@ func (b *bench) compare(ctx context.Context) error {
 			p50s[i], p99s[i] = append(p50s[i], res.Latency.P50), append(p99s[i], res.Latency.P99)
 			s.Max = max(s.Max, res.Latency.Max)
 			s.Failed += res.NotServed()
+			if res.TooLittle != "" && s.TooLittle == "" {
+				s.TooLittle = fmt.Sprintf("round %d %s", round+1, res.TooLittle)
+			}
 			for k, n := range res.FailedBy {
 				s.FailedBy[k] += n
 			}
@@ -147,8 +155,13 @@ func (r *Report) checkComparison(add func(name, want, got string, met bool)) {
 	}
 	ours := c.ours()
 	var fastest, steadiest *Side
+	var untested []string
 	for i := range c.Sides {
 		s := &c.Sides[i]
+		if s.TooLittle != "" {
+			untested = append(untested, s.Label()+": "+s.TooLittle)
+			continue
+		}
 		if s.Library != "" {
 			if fastest == nil || s.Sales > fastest.Sales {
 				fastest = s
@@ -157,6 +170,10 @@ func (r *Report) checkComparison(add func(name, want, got string, met bool)) {
 				steadiest = s
 			}
 		}
+	}
+	if len(untested) > 0 {
+		add(compareTitle+": every side tested", "each side sold, and served at least half its requests, every round",
+			strings.Join(untested, "; "), false)
 	}
 	if ours == nil || fastest == nil {
 		return
@@ -187,7 +204,11 @@ func comparisonMarkdown(b *strings.Builder, r *Report) {
 		if !s.Trips {
 			trips = "not counted (its own client)"
 		}
-		fmt.Fprintf(b, "| `%s` | %s | %s | %.0f | %.1f | %.1f | %.1f | %d | %.1f | %s |\n", s.Lock, dash(s.Wait), lib, s.Sales, s.P50, s.P99, s.Max, s.Failed, s.CommandsPerSale, trips)
+		lock := "`" + s.Lock + "`"
+		if s.TooLittle != "" {
+			lock += " (TESTED TOO LITTLE: " + s.TooLittle + ")"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %.0f | %.1f | %.1f | %.1f | %d | %.1f | %s |\n", lock, dash(s.Wait), lib, s.Sales, s.P50, s.P99, s.Max, s.Failed, s.CommandsPerSale, trips)
 	}
 	b.WriteString("\n")
 	for _, t := range r.Targets {
@@ -219,7 +240,7 @@ func (c *Comparison) beaten() []string {
 	}
 	var out []string
 	for _, s := range c.Sides {
-		if s.Library == "" {
+		if s.Library == "" || s.TooLittle != "" { // no evidence either way: its own line says so
 			continue
 		}
 		if s.Sales > ours.Sales {
@@ -249,7 +270,11 @@ func writeComparison(w io.Writer, r *Report) {
 		if !s.Trips {
 			trips = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%s\t%s\t\n", s.Lock, dash(s.Wait), s.Sales, s.P50, s.P99, s.Max, s.Failed, s.CommandsPerSale, trips, lib)
+		lock := s.Lock
+		if s.TooLittle != "" {
+			lock += " (TESTED TOO LITTLE: " + s.TooLittle + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%s\t%s\t\n", lock, dash(s.Wait), s.Sales, s.P50, s.P99, s.Max, s.Failed, s.CommandsPerSale, trips, lib)
 	}
 	tw.Flush()
 	for _, line := range c.beaten() {

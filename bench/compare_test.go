@@ -49,6 +49,21 @@ func TestCheckComparison(t *testing.T) {
 			}
 		})
 	}
+	// A library that tested too little (every request failed fast: no
+	// sales, a tiny p99) is no baseline and beats nobody, and the
+	// comparison's own line fails on it: no pass without evidence.
+	c := sides(3700, 40, 0)
+	c.Sides = append(c.Sides, Side{Lock: "redislock", Wait: "handoff", Library: "github.com/bsm/redislock", Sales: 0, P99: 1, Failed: 500, TooLittle: "round 1 sold nothing"})
+	r0 := &Report{Compare: c}
+	var missed []string
+	r0.checkComparison(func(name, _, _ string, met bool) {
+		if !met {
+			missed = append(missed, name)
+		}
+	})
+	if strings.Join(missed, "|") != compareTitle+": every side tested" || c.Steadiest != "rueidislock-1 invalidation" || len(c.beaten()) != 0 {
+		t.Fatalf("missed %q, steadiest %q, beaten by %q; want only the untested line missed", missed, c.Steadiest, c.beaten())
+	}
 	// With no library measured (a partial bench), no goal line.
 	r := &Report{Compare: &Comparison{Sides: []Side{{Lock: "v6", Wait: "handoff", Sales: 1}}}}
 	r.checkComparison(func(name, _, _ string, _ bool) { t.Fatalf("goal line %q with no library", name) })
