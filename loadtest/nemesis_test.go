@@ -25,9 +25,9 @@ var (
 )
 
 // judged is the run's row and its line in the table.
-func judged(t *testing.T, res loadtest.Result, faults []scenario.Fault, procs []string) (nemesisResult, string) {
+func judged(t *testing.T, res loadtest.Result, faults []scenario.Fault, procs []string) (scenario.NemesisRow, string) {
 	t.Helper()
-	r := judge(res, options{seed: 12}, faults, procs, time.Now())
+	r := scenario.JudgeNemesis(res, false, 12, faults, procs, time.Now())
 	return r, nemesisLine(r)
 }
 

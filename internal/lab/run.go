@@ -289,6 +289,7 @@ func (l *Lab) execute(ctx context.Context, r *run) {
 		var err error
 		if r.settings.Nemesis {
 			var marks []history.Mark
+			start := time.Now()
 			marks, err = env.UnderNemesis(ctx, lock, faults, cfg.Rate, func(s string) { l.cfg.Log.Warn(s) },
 				func(ctx context.Context, hooks func(int64) string) (err error) {
 					c := cfg
@@ -297,6 +298,13 @@ func (l *Lab) execute(ctx context.Context, r *run) {
 					return err
 				})
 			res.Marks = marks
+			if err == nil { // judged as the load test's -nemesis judges: per lock, and "not tested" where it could not say
+				row := scenario.JudgeNemesis(res, cfg.Fence, r.settings.Seed, faults, env.Used(res), start)
+				res.Faults, res.HistoryChecked, res.HistoryNote = row.Faults, row.HistoryChecked, row.HistoryNote
+				if len(row.NotTested) > 0 {
+					res.TooLittle = strings.Join(row.NotTested, "; ")
+				}
+			}
 		} else {
 			res, err = l.version(ctx, r, cfg, lock)
 		}

@@ -116,6 +116,10 @@ type Result struct {
 	// -expect-safe: a lock whose every sale was refused oversold nothing,
 	// but showed nothing either.
 	TooLittle string `json:"too_little,omitempty"`
+	// Faults counts, under a nemesis, the faults of its schedule that hit
+	// a process this run used (its lock's servers, the stock's node, the
+	// replicas that served it): what the run was tested against.
+	Faults int `json:"faults,omitempty"`
 	// Ops and Sales are the evidence: every request as the client saw it,
 	// every sale as its replica recorded it (for the report's timeline).
 	Ops   []checker.Op   `json:"-"`
