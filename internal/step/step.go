@@ -233,6 +233,7 @@ func (g *Gate) Close() {
 
 func (s *Sale) finish(result any) {
 	s.bound.Stop()
+	s.idle.Stop()
 	s.mu.Lock()
 	s.finished, s.result, s.next, s.current = true, result, nil, nil
 	s.notify()

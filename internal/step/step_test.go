@@ -314,3 +314,35 @@ func TestUnarmedNeverStops(t *testing.T) {
 		t.Fatalf("the armed sale: %+v, want still stopped before its first step", st)
 	}
 }
+
+// TestWatchdogShownNotStopped: v8's watchdog renews in its own goroutine
+// while its holder is stopped: its renewals are shown as background steps,
+// never stopped, so the lock outlives its lease as v8 promises.
+func TestWatchdogShownNotStopped(t *testing.T) {
+	b := newBench(t, 300*time.Millisecond)
+	g := step.New(step.Options{})
+	defer g.Close()
+	a := b.start(t, g, "A", b.one["v8"])
+	until(t, a, "business work")
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		renewals := 0
+		for _, d := range a.State().Done {
+			if d.Phase == step.Background && strings.HasPrefix(d.Reply, "1") {
+				renewals++
+			}
+		}
+		if renewals >= 3 { // past three lease thirds: a full lease renewed
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d renewals shown within 10 s: %+v", renewals, a.State().Done)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the observable state
+	}
+	if n, _ := b.rdb.Exists(context.Background(), b.lockKey).Result(); n != 1 {
+		t.Fatal("A's lock expired while its watchdog renewed it")
+	}
+	if _, o := finish(t, a); o.err != nil || o.res.ReleaseErr != nil {
+		t.Fatalf("A: %+v %v, want sold and released", o.res, o.err)
+	}
+}
