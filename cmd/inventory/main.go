@@ -30,6 +30,7 @@ import (
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/locklab/locklab/internal/server"
+	"github.com/locklab/locklab/internal/step"
 	"github.com/locklab/locklab/internal/versions"
 	"github.com/redis/go-redis/v9"
 )
@@ -96,11 +97,15 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	mx := metrics.New()
 	rdb := cfg.newRedis()
 	defer rdb.Close()
+	// The step gate is in every Redis client: a sale the lab steps stops
+	// before each command; any other pays one context lookup.
 	rdb.AddHook(mx.RoundTrips(cfg.redis()))
+	rdb.AddHook(step.Hook{})
 	nodes := redisconn.NewAll(cfg.Redlock, cfg.RedisPassword)
 	defer redisconn.CloseAll(nodes)
 	for i, n := range nodes {
 		n.AddHook(mx.RoundTrips(cfg.Redlock[i]))
+		n.AddHook(step.Hook{})
 	}
 	// The etcd client dials in the background: a replica whose etcd is down
 	// still serves every other version.
@@ -123,6 +128,10 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	if zks != nil {
 		defer zks.Close()
 	}
+	// Closed before the clients above (deferred after them): a stopping
+	// replica cancels its stepped sales, which release their locks.
+	steps := step.New(step.Options{Log: log.With("part", "step")})
+	defer steps.Close()
 	deps := versions.Deps{Redis: rdb, Sentinels: cfg.Sentinel, SentinelMaster: cfg.SentinelMaster, Redlock: nodes, Etcd: ecli, DB: dbc, ZK: zks, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, Claim: cfg.Claim, ReplicaAck: cfg.ReplicaAck,
 		RedlockRetry: cfg.RedlockRetry, Log: log, Observer: mx}
 	if slices.ContainsFunc(cfg.variants(), func(v versions.Variant) bool { return versions.Queued(v.Wait) }) {
@@ -135,7 +144,7 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	// gives up at once; one holding it finishes within the grace period.
 	base, stopping := context.WithCancelCause(context.WithoutCancel(ctx))
 	running := &inFlight{}
-	srv := &http.Server{Handler: running.wrap(handler(cfg, deps, rdb, mx, log)), BaseContext: func(net.Listener) context.Context { return base }}
+	srv := &http.Server{Handler: running.wrap(handler(cfg, deps, rdb, steps, mx, log)), BaseContext: func(net.Listener) context.Context { return base }}
 	cfg.limits().apply(srv)
 	log.Info("serving", "addr", ln.Addr().String(), "lock", cfg.Lock, "lock_override", cfg.LockOverride,
 		"redis", cfg.redis(), "redlock", cfg.Redlock, "etcd", cfg.Etcd, "zk", cfg.ZK, "ttl", cfg.TTL.String(), "retry", cfg.Retry.String(),
@@ -218,7 +227,7 @@ func (c config) variants() []versions.Variant {
 }
 
 // handler builds the versions, the sale service and the HTTP routes.
-func handler(cfg config, deps versions.Deps, rdb *redis.Client, mx *metrics.Metrics, log *slog.Logger) http.Handler {
+func handler(cfg config, deps versions.Deps, rdb *redis.Client, steps *step.Gate, mx *metrics.Metrics, log *slog.Logger) http.Handler {
 	svc := sale.New(rdb, sale.Options{Key: cfg.Key, Work: cfg.Work, AcquireTimeout: cfg.AcquireTimeout, ReplicaAck: cfg.ReplicaAck, Observer: mx})
 	ready := func(ctx context.Context) error {
 		if err := rdb.Ping(ctx).Err(); err != nil {
@@ -235,7 +244,7 @@ func handler(cfg config, deps versions.Deps, rdb *redis.Client, mx *metrics.Metr
 		Names: versions.Names(), Lock: cfg.Lock, LockKey: cfg.LockKey, Override: cfg.LockOverride,
 		OverrideAdmin: !cfg.loopback(), Replica: cfg.Name, Hosts: origin.NewHosts(append(cfg.Hosts, cfg.Name, cfg.host)...),
 		AdminToken: cfg.AdminToken, Chaos: cfg.Chaos, Settings: cfg.settings(), Ready: ready, Log: log,
-		Recorder: mx, Metrics: mx.Handler(), History: hist, MaxInFlight: cfg.MaxInFlight,
+		Recorder: mx, Metrics: mx.Handler(), History: hist, MaxInFlight: cfg.MaxInFlight, Steps: steps,
 	})
 }
 

@@ -86,6 +86,9 @@ const (
 	CodeChaosDisabled    = "chaos_disabled"
 	CodeNotFound         = "not_found"
 	CodeNotAllowed       = "method_not_allowed"
+	// CodeNotStopped refuses a step asked of a stepped sale that is not
+	// stopped at one (/steps/{id}/next): it is still running, or done.
+	CodeNotStopped = "not_stopped"
 	// CodeUnknownHost and CodeCrossOrigin refuse what another web site
 	// could send through a visitor's browser (internal/origin): a Host the
 	// server does not serve (DNS rebinding), a change from another site.
@@ -121,6 +124,7 @@ var statuses = map[string]int{
 	CodeChaosDisabled:    http.StatusBadRequest,
 	CodeNotFound:         http.StatusNotFound,
 	CodeNotAllowed:       http.StatusMethodNotAllowed,
+	CodeNotStopped:       http.StatusConflict, // never on /sale, where 409 is sold out
 	CodeUnknownHost:      http.StatusMisdirectedRequest,
 	CodeCrossOrigin:      http.StatusForbidden,
 }

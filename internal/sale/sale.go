@@ -20,6 +20,7 @@ import (
 	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/replicaack"
 	"github.com/locklab/locklab/internal/redisconn"
+	"github.com/locklab/locklab/internal/step"
 	"github.com/petermattis/goid"
 	"github.com/redis/go-redis/v9"
 )
@@ -218,9 +219,11 @@ func (s *Service) sell(ctx context.Context, m Method, tr *Trace) (res Result, er
 		return s.sellAtomic(ctx, tr)
 	}
 	if m.Lock == nil {
+		step.Phase(ctx, step.Stock)
 		return s.readCheckWrite(ctx, nil, nil, tr)
 	}
 	tr.Owner = uuid.NewString() + ":" + strconv.FormatInt(goid.Get(), 10)
+	step.Phase(ctx, step.Acquire)
 	l, err := s.acquire(ctx, m, tr.Owner)
 	if err != nil {
 		return Result{}, err
@@ -251,6 +254,7 @@ func (s *Service) sell(ctx context.Context, m Method, tr *Trace) (res Result, er
 		}
 		l = nested(inner, l)
 	}
+	step.Phase(ctx, step.Stock)
 	f, err := s.fence(ctx, m, l, tr.Owner)
 	if err != nil {
 		return Result{}, err
@@ -330,6 +334,7 @@ func netFailure(err error) bool {
 func (s *Service) release(ctx context.Context, l lease.Lease, tr *Trace) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.releaseTimeout)
 	defer cancel()
+	step.Phase(ctx, step.Release)
 	tr.Releasing = time.Now()
 	err := l.Release(rctx)
 	tr.Released, tr.NotHeld = time.Now(), errors.Is(err, lease.ErrNotHeld)
@@ -390,12 +395,20 @@ func (s *Service) readCheckWrite(ctx context.Context, l lease.Lease, f *fencing,
 		return Result{}, err
 	}
 	tr.Read = Step{At: time.Now(), Value: n}
+	if err := step.Stop(ctx, fmt.Sprintf("check: stock %d > 0", n)); err != nil {
+		return Result{}, err
+	}
 	if n <= 0 {
+		step.Done(ctx, "no: sold out")
 		return Result{}, ErrSoldOut
 	}
+	step.Done(ctx, fmt.Sprintf("yes: write %d", n-1))
 	work := s.work
 	if hold := chaos.From(ctx).Hold; hold > 0 {
 		work = hold // a slow holder, on request (-chaos)
+	}
+	if err := step.Stop(ctx, "business work: "+work.String()); err != nil {
+		return Result{}, err
 	}
 	if work > 0 {
 		t := time.NewTimer(work)
@@ -406,6 +419,7 @@ func (s *Service) readCheckWrite(ctx context.Context, l lease.Lease, f *fencing,
 		case <-t.C:
 		}
 	}
+	step.Done(ctx, "done")
 	if l != nil && lease.IsLost(l) && !chaos.From(ctx).Off.LeaseCheck {
 		return Result{}, ErrLeaseLost
 	}
@@ -462,7 +476,7 @@ func (s *Service) write(ctx context.Context, n int64, f *fencing) error {
 // was lost, so that nobody reports "nothing sold" for a write that may have
 // happened.
 func writeError(what string, err error) error {
-	if redisconn.Ambiguous(err) {
+	if redisconn.Ambiguous(err) && !errors.Is(err, step.ErrCancelled) { // a cancelled step sent nothing
 		return fmt.Errorf("%s: %w: %w", what, ErrIndeterminate, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
@@ -485,6 +499,7 @@ func Script(name string) string {
 }
 
 func (s *Service) sellAtomic(ctx context.Context, tr *Trace) (Result, error) {
+	step.Phase(ctx, step.Stock)
 	n, err := decrementScript.Run(ctx, s.rdb, []string{s.key}).Int64()
 	if err == nil && n >= 0 { // read and written in one step
 		now := time.Now()

@@ -12,19 +12,29 @@ type Endpoint struct {
 // Endpoints are the service's routes. Every reply is JSON and carries
 // X-Request-Id.
 var Endpoints = []Endpoint{
-	{"POST /sale", "anyone; `?lock=` and `?wait=` with `-lock-override`, beyond loopback only with the admin token (401); the fault hooks with the admin token and `-chaos`",
+	{"POST /sale", "anyone; `?lock=` and `?wait=` with `-lock-override`, beyond loopback only with the admin token (401); the fault hooks with the admin token and `-chaos`; " +
+		"`?step=ID` (a stepped sale, the lab's lessons) from loopback, or with the admin token beyond it",
 		"200 `{\"sold\":true,\"remaining\":99,\"lock\":\"v6\",\"replica\":\"inventory-1\"}` (with a `warning` when the lease expired before release: the unit was sold); " +
 			"409 `sold_out`; 412 `fenced` (fencing refused a stale write: nothing sold); 400 for a bad or disallowed `?lock=` or `?wait=`; " +
 			"503 with `Retry-After`: `lock_timeout` (not obtained within `-acquire-timeout`), `unavailable` (Redis or the quorum unreachable before anything was written, or a fenced sale's lock handed out no token: nothing sold), " +
 			"`indeterminate` (the stock's write was sent and its reply lost: the unit may or may not be sold), `busy` (`-max-in-flight` sales running), " +
 			"`shutting_down` (stopping while the sale waited: nothing sold), `stock_missing`, `lease_lost` (the lock known lost before the write: nothing sold); " +
-			"500 `stock_corrupt` (the stock is not a number)"},
+			"500 `stock_corrupt` (the stock is not a number); " +
+			"with `?step=ID`: 202 and the sale's state (below) once it stops before its first step, the sale running on by itself; 400 for an id in use or not a plain token; 503 `busy` past 16 stepped sales"},
 	{"GET /stock", "anyone", "`{\"key\":\"inventory:001\",\"stock\":99}`; 503 `busy` past its own cap of 16 requests at once (as for `/history`, `/metrics`, `/readyz`)"},
 	{"PUT /stock", "the admin token, when one is set (401)", "body `{\"stock\":100}` exactly: one object, the one key `stock`, an integer literal, nothing after it; 400 otherwise"},
 	{"GET /history", "the admin token, when one is set (401)",
 		"`?since=TIME` (RFC 3339) or `?after=SEQ&limit=N`: the sales this replica recorded, each with its request id, version, wait, owner, fencing token, " +
 			"start and end, lock obtained, stock read and written (time, value), refused by fencing, release sent and returned, status and code; " +
 			"`truncated` when its ring (`-history`) dropped some"},
+	{"GET /steps/{id}", "the admin token, when one is set (401)",
+		"a stepped sale's state: `state` (`stopped`, `running` or `done`), `phase` (`acquire`, `stock`, `release`), `done` (each step's `command` as sent and its `reply`, " +
+			"redis-cli style: `SET lock owner px 10000 nx` -> `OK`, `GET inventory:001` -> `\"10\"`, `EVAL ...` -> `0`; the steps of a background goroutine such as v8's watchdog with phase `background`, shown, never stopped), " +
+			"`next` (the step it is stopped before), `deadline` (cancelled then: 5 minutes after it started), `cancelled` (why), and once done `result` (`status` and the `/sale` `reply`); " +
+			"404 when this replica runs no sale of that id (or it ended over a minute ago). A sale nobody reads or drives for 30 s is cancelled: the page went away"},
+	{"POST /steps/{id}/next", "the admin token, when one is set (401)", "lets the sale take the step it is stopped before; the state once it has stopped before the next, ended, or 2 s passed (`running`); 409 `not_stopped` when it is not stopped"},
+	{"POST /steps/{id}/end", "the admin token, when one is set (401)", "lets the sale run to its end without stopping; the state once done, or after 2 s"},
+	{"DELETE /steps/{id}", "the admin token, when one is set (401)", "cancels the sale (the lesson's reset): it sends nothing more to the stock, gives up waiting for the lock, and releases a lock it holds; the state once done, or after 2 s"},
 	{"GET /healthz", "anyone", "200 while the process is up: the replica, the stock and lock keys, and its lock settings (the tools read them here)"},
 	{"GET /readyz", "anyone", "200 when the stock's Redis answers, 503 otherwise"},
 	{"GET /metrics", "anyone", "Prometheus metrics: sales by version and outcome, lock waits and holds, renewals, leases lost"},

@@ -28,6 +28,7 @@ import (
 	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/origin"
 	"github.com/locklab/locklab/internal/sale"
+	"github.com/locklab/locklab/internal/step"
 	"github.com/locklab/locklab/internal/versions"
 )
 
@@ -64,7 +65,13 @@ type Config struct {
 	AdminToken string // empty: admin endpoints open
 	// Chaos enables the per-request fault hooks on /sale (hold,
 	// release_pause, nested, fence), for the admin token only.
-	Chaos    bool
+	Chaos bool
+	// Steps, when set, lets /sale?step=ID run a sale that stops before each
+	// of its steps, driven through /steps/{id} (the lab's lessons); its
+	// clients must carry step.Hook. Like ?lock=, it needs the admin token on
+	// a replica reached beyond loopback, and there a token must be set: a
+	// stepped sale holds its lock for minutes.
+	Steps    *step.Gate
 	Settings map[string]string               // the lock settings, shown by /healthz
 	Ready    func(ctx context.Context) error // nil error: dependencies reachable
 	Log      *slog.Logger
@@ -172,6 +179,10 @@ func New(cfg Config) http.Handler {
 	r.With(others).Get("/stock", h.stock)
 	r.With(others, h.admin).Put("/stock", h.setStock)
 	r.With(others, h.admin).Get("/history", h.history)
+	r.With(others, h.admin).Get("/steps/{id}", h.stepState)
+	r.With(others, h.admin).Post("/steps/{id}/next", h.stepNext)
+	r.With(others, h.admin).Post("/steps/{id}/end", h.stepEnd)
+	r.With(others, h.admin).Delete("/steps/{id}", h.stepCancel)
 	r.Get("/healthz", h.healthz) // no I/O: answered from memory
 	r.With(others).Get("/readyz", h.readyz)
 	if cfg.Metrics != nil {
@@ -192,6 +203,16 @@ func (h *handlers) sale(w http.ResponseWriter, r *http.Request) {
 		writeError(w, rerr.code, rerr.msg)
 		return
 	}
+	if r.URL.Query().Has("step") {
+		h.startStepped(w, r, ctx, m)
+		return
+	}
+	status, reply := h.sell(ctx, r, m)
+	writeJSON(w, status, reply)
+}
+
+// sell runs one sale and returns its reply and the reply's status.
+func (h *handlers) sell(ctx context.Context, r *http.Request, m sale.Method) (int, api.Sale) {
 	reply := api.Sale{Lock: m.Name, Replica: h.Replica}
 	start := time.Now()
 	res, err := h.Seller.Sell(ctx, m)
@@ -210,8 +231,7 @@ func (h *handlers) sale(w http.ResponseWriter, r *http.Request) {
 			h.Log.Warn("sale failed", "lock", m.Name, "code", code, "err", err,
 				"request_id", middleware.GetReqID(r.Context()))
 		}
-		writeJSON(w, api.Status(code), reply)
-		return
+		return api.Status(code), reply
 	}
 	h.record(m, api.Sold)
 	reply.Sold, reply.Remaining = true, &res.Remaining
@@ -224,7 +244,7 @@ func (h *handlers) sale(w http.ResponseWriter, r *http.Request) {
 			"request_id", middleware.GetReqID(r.Context()))
 	}
 	h.Log.Debug("sold", "lock", m.Name, "remaining", res.Remaining)
-	writeJSON(w, http.StatusOK, reply)
+	return http.StatusOK, reply
 }
 
 // choose reads /sale's query: ?lock=NAME and ?wait=WAY (both need
@@ -462,6 +482,7 @@ var codes = []struct {
 	{sale.ErrStockCorrupt, api.CodeStockCorrupt},
 	{sale.ErrIndeterminate, api.CodeIndeterminate},
 	{ErrShuttingDown, api.CodeShuttingDown},
+	{step.ErrCancelled, api.CodeClientGone}, // the lab reset it, or left it
 	{context.Canceled, api.CodeClientGone},
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/locklab/locklab/internal/server"
+	"github.com/locklab/locklab/internal/step"
 	"github.com/locklab/locklab/internal/versions"
 	"github.com/locklab/locklab/internal/zktest"
 	"github.com/redis/go-redis/v9"
@@ -50,6 +51,7 @@ type options struct {
 	noEtcd         bool                                      // -lock etcd with no etcd cluster configured
 	etcd           func(*etcdtest.Cluster, *clientv3.Client) // -lock etcd: called with its cluster and client before they are used
 	base           context.Context                           // every request's context (default: background)
+	steps          *step.Gate                                // the step gate, its hook in the stock's client
 }
 
 func newStack(t testing.TB, o options) *stack {
@@ -64,7 +66,12 @@ func newStack(t testing.TB, o options) *stack {
 	if o.chaos {
 		variants = append(variants, versions.Variant{Wait: "poll", Fence: true})
 	}
-	deps := versions.Deps{Redis: s.nodes[0].Client(), Redlock: clients,
+	stock, locks := s.nodes[0].Client(), s.nodes[0].Client()
+	if o.steps != nil { // one client for both, as the service has, with the gate
+		locks = stock
+		stock.AddHook(step.Hook{})
+	}
+	deps := versions.Deps{Redis: locks, Redlock: clients,
 		LockKey: api.DefaultLockKey, Retry: time.Millisecond, RedlockRetry: time.Millisecond}
 	if o.lock == "etcd" && !o.noEtcd { // one real member: the etcd row's cluster tests are the guard's
 		c := etcdtest.Start(t, 1)
@@ -94,12 +101,12 @@ func newStack(t testing.TB, o options) *stack {
 	if o.ready == nil {
 		o.ready = func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }
 	}
-	svc := sale.New(s.nodes[0].Client(), sale.Options{Key: api.DefaultStockKey, AcquireTimeout: o.acquireTimeout})
+	svc := sale.New(stock, sale.Options{Key: api.DefaultStockKey, AcquireTimeout: o.acquireTimeout})
 	h := server.New(server.Config{Seller: svc, Versions: all, Default: variants[0], Names: versions.Names(), Lock: o.lock, LockKey: api.DefaultLockKey,
 		Override: o.override, OverrideAdmin: o.overrideAdmin, Replica: "test-1", Hosts: origin.NewHosts("test-1"), AdminToken: o.token, Chaos: o.chaos, Log: log,
 		Settings: map[string]string{"lock": o.lock, "work": "1ms"},
 		Ready:    o.ready, History: history.NewRing(100),
-		MaxInFlight: o.maxInFlight, MaxOthersInFlight: o.maxOthers})
+		MaxInFlight: o.maxInFlight, MaxOthersInFlight: o.maxOthers, Steps: o.steps})
 	s.h = h
 	ts := httptest.NewUnstartedServer(h)
 	if o.base != nil {

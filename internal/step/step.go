@@ -1,0 +1,447 @@
+// Package step stops one sale before each of its steps, so that a learner can
+// drive two sales on the real stack one command at a time and see the race
+// the tutorial tells (A reads 10, B reads 10, both write 9).
+//
+// The gate sits in the clients, not in the locks: a go-redis hook (Hook) sees
+// every command any version sends, with its reply, so one hook per client
+// covers every version without code in each lock. The sale announces its own
+// steps that are not commands (the check, the business work) and its phase
+// (acquire, stock, release) through the context (Stop, Done, Phase).
+//
+// A sale is armed per request (Gate.Start); an unarmed one costs one context
+// lookup per command. An armed sale never stays stopped for long: it is
+// cancelled when asked (Sale.Cancel), when nobody has looked at it for
+// Options.Idle (the page went away), or at Options.Bound, and a cancelled
+// sale sends nothing more to the stock but still releases its lock, so
+// nothing is left behind.
+package step
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/petermattis/goid"
+)
+
+var (
+	// ErrCancelled is a step refused because its sale was cancelled (reset,
+	// abandoned, or past the bound): the command was never sent.
+	ErrCancelled = errors.New("step: the stepped sale was cancelled")
+	// ErrNotStopped is an advance asked of a sale that is not stopped at a
+	// step (still running its last one, or done).
+	ErrNotStopped = errors.New("step: the sale is not stopped at a step")
+	// ErrInUse is a sale started with the id of one still running.
+	ErrInUse = errors.New("step: a stepped sale with this id is still running")
+	// ErrFull is a sale started while Options.Max stepped sales run.
+	ErrFull = errors.New("step: too many stepped sales at once")
+	// ErrBadID is an id that is not a plain token.
+	ErrBadID = errors.New("step: the id must be 1-64 letters, digits, '.', '_', ':' or '-'")
+)
+
+// The phases of a sale, as the sale announces them (Phase). Background is
+// a command sent by another goroutine on the sale's behalf (v8's watchdog,
+// redsync's per-node calls): shown, never stopped (see Sale.run).
+const (
+	Acquire    = "acquire"
+	Stock      = "stock"
+	Release    = "release"
+	Background = "background"
+)
+
+// Options configure a Gate. Zero fields take the defaults.
+type Options struct {
+	// Bound is the longest a stepped sale may run: past it, it is
+	// cancelled. Default 5 minutes.
+	Bound time.Duration
+	// Idle cancels a sale nobody has read or advanced for this long: the
+	// page that drove it went away (it reads the state while open).
+	// Default 30 s.
+	Idle time.Duration
+	// Keep is how long a finished sale's state can still be read. Default
+	// 1 minute.
+	Keep time.Duration
+	// Max is how many stepped sales may run at once. Default 16.
+	Max int
+	Log *slog.Logger
+}
+
+// Defaults of Options.
+const (
+	DefaultBound = 5 * time.Minute
+	DefaultIdle  = 30 * time.Second
+	DefaultKeep  = time.Minute
+	DefaultMax   = 16
+)
+
+// Gate holds one replica's stepped sales, by id.
+type Gate struct {
+	opts    Options
+	mu      sync.Mutex
+	sales   map[string]*Sale
+	running sync.WaitGroup
+}
+
+// New returns a Gate.
+func New(opts Options) *Gate {
+	if opts.Bound <= 0 {
+		opts.Bound = DefaultBound
+	}
+	if opts.Idle <= 0 {
+		opts.Idle = DefaultIdle
+	}
+	if opts.Keep <= 0 {
+		opts.Keep = DefaultKeep
+	}
+	if opts.Max <= 0 {
+		opts.Max = DefaultMax
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Gate{opts: opts, sales: map[string]*Sale{}}
+}
+
+// Step is one step of a sale: a command sent (with its reply once done) or
+// one of the sale's own steps.
+type Step struct {
+	N       int       `json:"n"`
+	Phase   string    `json:"phase,omitempty"`
+	Command string    `json:"command"`         // "SET inventoryRedisLock 7f3c... NX PX 10000", "check: stock 10 > 0"
+	Reply   string    `json:"reply,omitempty"` // "OK", "\"10\"", "(nil)", "(error) ..."
+	Start   time.Time `json:"start,omitzero"`  // when it was let go (zero while pending)
+	End     time.Time `json:"end,omitzero"`
+}
+
+// State is a stepped sale as GET /steps/{id} shows it.
+type State struct {
+	ID string `json:"id"`
+	// State is "stopped" (before Next), "running" (a step or the time
+	// between two), or "done".
+	State   string    `json:"state"`
+	Phase   string    `json:"phase,omitempty"`
+	Done    []Step    `json:"done"`
+	Next    *Step     `json:"next,omitempty"`
+	ToEnd   bool      `json:"to_end,omitempty"`
+	Started time.Time `json:"started"`
+	// Deadline is the bound: the sale is cancelled then if still running.
+	Deadline  time.Time `json:"deadline"`
+	Cancelled string    `json:"cancelled,omitempty"` // why, when it was
+	// Result is what the sale answered, once done.
+	Result any `json:"result,omitempty"`
+}
+
+// Sale is one stepped sale.
+type Sale struct {
+	id      string
+	gate    *Gate
+	goid    int64 // the goroutine that runs the sale: only its steps stop
+	started time.Time
+	cancel  context.CancelCauseFunc
+	bound   *time.Timer
+	idle    *time.Timer
+
+	mu        sync.Mutex
+	phase     string
+	done      []Step
+	next      *Step // stopped before it
+	current   *Step // let go, not done yet
+	n         int
+	permit    bool
+	toEnd     bool
+	cancelled error
+	finished  bool
+	result    any
+	changed   chan struct{} // closed, and replaced, at every change
+}
+
+type key struct{}
+
+// From returns the stepped sale ctx carries, or nil: one context lookup,
+// all an unarmed request costs.
+func From(ctx context.Context) *Sale {
+	s, _ := ctx.Value(key{}).(*Sale)
+	return s
+}
+
+// Start arms a stepped sale under id and runs it: run is called in a
+// goroutine of its own with a context that carries the sale, detached from
+// ctx's cancellation (the request that started it answers at once; the sale
+// lives until it finishes or is cancelled). Its result is kept for State.
+func (g *Gate) Start(ctx context.Context, id string, run func(ctx context.Context) any) (*Sale, error) {
+	if !validID(id) {
+		return nil, ErrBadID
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if old := g.sales[id]; old != nil && !old.isFinished() {
+		return nil, ErrInUse
+	}
+	live := 0
+	for _, s := range g.sales {
+		if !s.isFinished() {
+			live++
+		}
+	}
+	if live >= g.opts.Max {
+		return nil, fmt.Errorf("%w (%d)", ErrFull, g.opts.Max)
+	}
+	s := &Sale{id: id, gate: g, started: time.Now(), changed: make(chan struct{})}
+	sctx, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), key{}, s))
+	s.cancel = cancel
+	s.bound = time.AfterFunc(g.opts.Bound, func() { s.Cancel("past the bound of " + g.opts.Bound.String()) })
+	s.idle = time.AfterFunc(g.opts.Idle, func() { s.Cancel("abandoned: nobody looked at it for " + g.opts.Idle.String()) })
+	g.sales[id] = s
+	g.running.Add(1)
+	started := make(chan struct{})
+	go func() {
+		defer g.running.Done()
+		s.goid = goid.Get()
+		close(started)
+		s.finish(run(sctx))
+	}()
+	<-started // goid set before any step can be taken
+	return s, nil
+}
+
+// Get returns the sale under id, and counts as a look at it (Options.Idle).
+func (g *Gate) Get(id string) (*Sale, bool) {
+	g.mu.Lock()
+	s := g.sales[id]
+	g.mu.Unlock()
+	if s == nil {
+		return nil, false
+	}
+	s.idle.Reset(g.opts.Idle) // a finished sale's timer fires into a no-op Cancel
+	return s, true
+}
+
+// Close cancels every stepped sale and waits until each has finished
+// (released its lock): a stopping replica leaves nothing behind.
+func (g *Gate) Close() {
+	g.mu.Lock()
+	for _, s := range g.sales {
+		s.Cancel("the replica is shutting down")
+	}
+	g.mu.Unlock()
+	g.running.Wait()
+}
+
+func (s *Sale) finish(result any) {
+	s.bound.Stop()
+	s.idle.Stop()
+	s.mu.Lock()
+	s.finished, s.result, s.next, s.current = true, result, nil, nil
+	s.notify()
+	s.mu.Unlock()
+	s.cancel(nil)
+	s.gate.opts.Log.Info("stepped sale finished", "id", s.id, "steps", len(s.done), "cancelled", s.cancelled != nil)
+	time.AfterFunc(s.gate.opts.Keep, func() {
+		s.gate.mu.Lock()
+		defer s.gate.mu.Unlock()
+		if s.gate.sales[s.id] == s {
+			delete(s.gate.sales, s.id)
+		}
+	})
+}
+
+func (s *Sale) isFinished() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.finished
+}
+
+// notify wakes whoever waits for a change; s.mu held.
+func (s *Sale) notify() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// State returns the sale as it is now.
+func (s *Sale) State() State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := State{ID: s.id, State: "running", Phase: s.phase, Done: append([]Step{}, s.done...), ToEnd: s.toEnd,
+		Started: s.started, Deadline: s.started.Add(s.gate.opts.Bound), Result: s.result}
+	switch {
+	case s.finished:
+		st.State = "done"
+	case s.next != nil:
+		st.State = "stopped"
+		next := *s.next
+		st.Next = &next
+	}
+	if s.cancelled != nil {
+		st.Cancelled = s.cancelled.Error()
+	}
+	return st
+}
+
+// Next lets the sale take the step it is stopped before.
+func (s *Sale) Next() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next == nil {
+		return ErrNotStopped
+	}
+	s.permit, s.next = true, nil // let go: no longer stopped
+	s.notify()
+	return nil
+}
+
+// End lets the sale run to its end without stopping again.
+func (s *Sale) End() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.toEnd, s.next = true, nil
+	s.notify()
+}
+
+// Cancel stops the sale for why: it sends nothing more to the stock and
+// gives up waiting for the lock, but still releases a lock it holds
+// (ErrCancelled refuses every step but the release's). A finished sale is
+// left as it is.
+func (s *Sale) Cancel(why string) {
+	s.mu.Lock()
+	if s.finished || s.cancelled != nil {
+		s.mu.Unlock()
+		return
+	}
+	s.cancelled, s.next = fmt.Errorf("%w: %s", ErrCancelled, why), nil
+	s.notify()
+	s.mu.Unlock()
+	s.cancel(s.cancelled)
+	s.gate.opts.Log.Info("stepped sale cancelled", "id", s.id, "why", why)
+}
+
+// Settle waits until the sale is stopped at a step or done, at most d (or
+// until ctx ends), and returns its state: what an advance answers, once the
+// step it let go has run.
+func (s *Sale) Settle(ctx context.Context, d time.Duration) State {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		settled, changed := s.finished || s.next != nil, s.changed
+		s.mu.Unlock()
+		if settled {
+			return s.State()
+		}
+		select {
+		case <-changed:
+		case <-t.C:
+			return s.State()
+		case <-ctx.Done():
+			return s.State()
+		}
+	}
+}
+
+// Phase tells ctx's stepped sale, if any, which phase its next steps belong
+// to (Acquire, Stock, Release).
+func Phase(ctx context.Context, phase string) {
+	if s := From(ctx); s != nil {
+		s.mu.Lock()
+		s.phase = phase
+		s.mu.Unlock()
+	}
+}
+
+// Stop stops ctx's stepped sale, if any, before one of its own steps (the
+// check, the business work), until it is let go; Done records its outcome.
+// It returns ErrCancelled when the sale was cancelled: the step must not be
+// taken.
+func Stop(ctx context.Context, what string) error {
+	if s := From(ctx); s != nil {
+		return s.stop(what)
+	}
+	return nil
+}
+
+// Done records the outcome of the step Stop let go.
+func Done(ctx context.Context, reply string) {
+	if s := From(ctx); s != nil {
+		s.complete(reply)
+	}
+}
+
+// run takes one step described by what: on the sale's own goroutine it
+// stops first (Stop) and records the reply do returns; on any other
+// goroutine it runs at once and is recorded as Background. The background
+// is shown, not stopped: v8's watchdog renewing in real time while its
+// holder is stopped is the very thing v8 fixes, and stopping it would turn
+// v8's story into v7's. redsync's per-node calls run in goroutines too:
+// shown, not stopped (see the package's report of what is left).
+func (s *Sale) run(what string, do func() string) error {
+	if goid.Get() != s.goid {
+		start := time.Now()
+		reply := do()
+		s.mu.Lock()
+		s.n++
+		s.done = append(s.done, Step{N: s.n, Phase: Background, Command: what, Reply: reply, Start: start, End: time.Now()})
+		s.notify()
+		s.mu.Unlock()
+		return nil
+	}
+	if err := s.stop(what); err != nil {
+		return err
+	}
+	s.complete(do())
+	return nil
+}
+
+func (s *Sale) stop(what string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	st := &Step{N: s.n, Phase: s.phase, Command: what}
+	for !s.permit && !s.toEnd {
+		if s.cancelled != nil {
+			if s.phase == Release { // a held lock is always released
+				break
+			}
+			s.next = nil
+			s.notify()
+			return s.cancelled
+		}
+		s.next = st
+		s.notify()
+		changed := s.changed
+		s.mu.Unlock()
+		<-changed
+		s.mu.Lock()
+	}
+	s.permit, s.next = false, nil
+	st.Start = time.Now()
+	s.current = st
+	s.notify()
+	return nil
+}
+
+func (s *Sale) complete(reply string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.current == nil {
+		return
+	}
+	s.current.Reply, s.current.End = reply, time.Now()
+	s.done = append(s.done, *s.current)
+	s.current = nil
+	s.notify()
+}
+
+func validID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("._:-", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}

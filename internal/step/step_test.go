@@ -1,0 +1,348 @@
+package step_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/internal/redistest"
+	"github.com/locklab/locklab/internal/sale"
+	"github.com/locklab/locklab/internal/step"
+	"github.com/locklab/locklab/internal/versions"
+	"github.com/redis/go-redis/v9"
+)
+
+// bench is a stock on a real Redis whose client has the gate, and the
+// versions built twice: two replicas (v2's mutex is one per process).
+type bench struct {
+	rdb      *redis.Client
+	svc      *sale.Service
+	one, two map[string]sale.Method
+	lockKey  string
+}
+
+func newBench(t *testing.T, ttl time.Duration) *bench {
+	t.Helper()
+	srv := redistest.Start(t)
+	rdb := srv.Client()
+	rdb.AddHook(step.Hook{})
+	b := &bench{rdb: rdb, svc: sale.New(rdb, sale.Options{Key: "inventory:" + t.Name()}), lockKey: "lock:" + t.Name()}
+	d := versions.Deps{Redis: rdb, LockKey: b.lockKey, TTL: ttl}
+	b.one, b.two = versions.Build(d, versions.Variant{Wait: "poll"}), versions.Build(d, versions.Variant{Wait: "poll"})
+	if err := b.svc.SetStock(context.Background(), 10); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// outcome is what a stepped sale's run returns.
+type outcome struct {
+	res sale.Result
+	err error
+}
+
+func (b *bench) start(t *testing.T, g *step.Gate, id string, m sale.Method) *step.Sale {
+	t.Helper()
+	s, err := g.Start(context.Background(), id, func(ctx context.Context) any {
+		res, err := b.svc.Sell(ctx, m)
+		return outcome{res, err}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Settle(context.Background(), 5*time.Second); st.State != "stopped" {
+		t.Fatalf("%s did not stop at its first step: %+v", id, st)
+	}
+	return s
+}
+
+// next lets s take one step and waits until it stops again (or ends).
+func next(t *testing.T, s *step.Sale) step.State {
+	t.Helper()
+	if err := s.Next(); err != nil {
+		t.Fatal(err)
+	}
+	st := s.Settle(context.Background(), 10*time.Second)
+	if st.State == "running" {
+		t.Fatalf("%s neither stopped again nor ended within 10 s: %+v", st.ID, st)
+	}
+	return st
+}
+
+// until steps s until the step it stops before starts with prefix.
+func until(t *testing.T, s *step.Sale, prefix string) step.State {
+	t.Helper()
+	st := s.State()
+	for st.Next == nil || !strings.HasPrefix(st.Next.Command, prefix) {
+		if st.State != "stopped" || len(st.Done) > 50 {
+			t.Fatalf("%s never stopped before %q: %+v", st.ID, prefix, st)
+		}
+		st = next(t, s)
+	}
+	return st
+}
+
+// finish lets s run to its end and returns its outcome.
+func finish(t *testing.T, s *step.Sale) (step.State, outcome) {
+	t.Helper()
+	s.End()
+	st := s.Settle(context.Background(), 10*time.Second)
+	if st.State != "done" {
+		t.Fatalf("%s did not end within 10 s: %+v", st.ID, st)
+	}
+	return st, st.Result.(outcome)
+}
+
+// waitDone waits until s has ended, reading its state directly (not
+// through Gate.Get, which counts as a look at it).
+func waitDone(t *testing.T, s *step.Sale) step.State {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if st := s.State(); st.State == "done" || time.Now().After(deadline) {
+			return st
+		}
+		time.Sleep(10 * time.Millisecond) // polling the observable state
+	}
+}
+
+// find returns the done steps whose command starts with prefix.
+func find(st step.State, prefix string) []step.Step {
+	var found []step.Step
+	for _, d := range st.Done {
+		if strings.HasPrefix(d.Command, prefix) {
+			found = append(found, d)
+		}
+	}
+	return found
+}
+
+func (b *bench) stock(t *testing.T) string {
+	t.Helper()
+	v, err := b.rdb.Get(context.Background(), b.svc.Key()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// waitGone waits until key no longer exists (a lease run out).
+func (b *bench) waitGone(t *testing.T, key string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		n, err := b.rdb.Exists(context.Background(), key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still exists after 10 s", key)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the observable state
+	}
+}
+
+// TestBothReadTheSameStock: without a lock across replicas (none, v2), A and
+// B both GET 10 and both SET 9: one unit sold twice.
+func TestBothReadTheSameStock(t *testing.T) {
+	for _, name := range []string{"none", "v2"} {
+		t.Run(name, func(t *testing.T) {
+			b := newBench(t, time.Minute)
+			g := step.New(step.Options{})
+			defer g.Close()
+			a := b.start(t, g, "A", b.one[name])
+			if st := a.State(); st.Next.Command != "GET "+b.svc.Key() {
+				t.Fatalf("A's first step is %q, want the stock's GET", st.Next.Command)
+			}
+			next(t, a) // A: GET -> "10"
+			bb := b.start(t, g, "B", b.two[name])
+			next(t, bb) // B: GET -> "10"
+			sa, oa := finish(t, a)
+			sb, ob := finish(t, bb)
+			for _, st := range []step.State{sa, sb} {
+				gets := find(st, "GET "+b.svc.Key())
+				if len(gets) != 1 || gets[0].Reply != `"10"` {
+					t.Fatalf("%s's GET: %+v, want one answered \"10\"", st.ID, gets)
+				}
+				sets := find(st, "SET "+b.svc.Key()+" 9")
+				if len(sets) != 1 || sets[0].Reply != "OK" {
+					t.Fatalf("%s's SET: %+v, want one SET ... 9 -> OK", st.ID, st.Done)
+				}
+			}
+			if oa.err != nil || ob.err != nil || oa.res.Remaining != 9 || ob.res.Remaining != 9 {
+				t.Fatalf("A: %+v %v, B: %+v %v: want both sold, 9 left each", oa.res, oa.err, ob.res, ob.err)
+			}
+			if got := b.stock(t); got != "9" {
+				t.Fatalf("stock %s after two sales, want 9: one unit sold twice", got)
+			}
+		})
+	}
+}
+
+// TestDelDeletesSuccessorsLock: v4's A works past its lease, B takes the
+// lock, and A's DEL deletes B's key while B still works.
+func TestDelDeletesSuccessorsLock(t *testing.T) {
+	b := newBench(t, 300*time.Millisecond)
+	g := step.New(step.Options{})
+	defer g.Close()
+	a := b.start(t, g, "A", b.one["v4"])
+	st := a.State()
+	if !strings.HasPrefix(st.Next.Command, "SET "+b.lockKey+" ") || !strings.Contains(st.Next.Command, " nx") || st.Next.Phase != step.Acquire {
+		t.Fatalf("A's first step is %+v, want the lock's SET ... NX in the acquire phase", st.Next)
+	}
+	st = next(t, a)
+	if st.Done[0].Reply != "OK" {
+		t.Fatalf("A's SET NX answered %q, want OK", st.Done[0].Reply)
+	}
+	aOwner, _ := b.rdb.Get(context.Background(), b.lockKey).Result()
+	until(t, a, "business work")
+	b.waitGone(t, b.lockKey) // A's lease runs out while it works
+	bb := b.start(t, g, "B", b.two["v4"])
+	until(t, bb, "GET "+b.svc.Key()) // B holds the lock
+	bOwner, err := b.rdb.Get(context.Background(), b.lockKey).Result()
+	if err != nil || bOwner == aOwner || !strings.Contains(bb.State().Done[0].Command, bOwner) {
+		t.Fatalf("the lock's owner is %q (%v), A's was %q: want B's", bOwner, err, aOwner)
+	}
+	sa, _ := finish(t, a)
+	dels := find(sa, "DEL "+b.lockKey)
+	if len(dels) != 1 || dels[0].Reply != "1" || dels[0].Phase != step.Release {
+		t.Fatalf("A's release: %+v, want one DEL that deleted a key", dels)
+	}
+	if n, _ := b.rdb.Exists(context.Background(), b.lockKey).Result(); n != 0 {
+		t.Fatal("the lock key still exists after A's DEL: want B's lock deleted")
+	}
+	if st := bb.State(); st.State != "stopped" {
+		t.Fatalf("B is %s, want still stopped in its sale while its lock is gone", st.State)
+	}
+	finish(t, bb)
+}
+
+// TestReleaseScriptReturnsZero: v6's A works past its lease, B takes the
+// lock, and A's compare-and-delete script finds it B's: it returns 0.
+func TestReleaseScriptReturnsZero(t *testing.T) {
+	b := newBench(t, 300*time.Millisecond)
+	g := step.New(step.Options{})
+	defer g.Close()
+	a := b.start(t, g, "A", b.one["v6"])
+	until(t, a, "business work")
+	b.waitGone(t, b.lockKey)
+	bb := b.start(t, g, "B", b.two["v6"])
+	until(t, bb, "GET "+b.svc.Key())
+	sa, oa := finish(t, a)
+	for _, d := range sa.Done {
+		t.Logf("A %d %-7s %s -> %s", d.N, d.Phase, d.Command, d.Reply)
+	}
+	var release []step.Step
+	for _, d := range sa.Done {
+		if d.Phase == step.Release {
+			release = append(release, d)
+		}
+	}
+	if len(release) == 0 || release[len(release)-1].Reply != "0" || !strings.HasPrefix(release[len(release)-1].Command, "EVAL") {
+		t.Fatalf("A's release steps: %+v, want its script's last reply 0", release)
+	}
+	if oa.res.ReleaseErr == nil {
+		t.Fatal("A's sale reports no release error: want the lock not held")
+	}
+	if owner, _ := b.rdb.Get(context.Background(), b.lockKey).Result(); !strings.Contains(bb.State().Done[0].Command, owner) || owner == "" {
+		t.Fatalf("the lock's owner after A's release is %q: want B's, kept", owner)
+	}
+	finish(t, bb)
+}
+
+// TestReleasedWhenLeft: a sale stopped holding the lock is cancelled when
+// abandoned, past the bound, or on Cancel; it releases its lock, writes
+// nothing, and the next sale is served at once.
+func TestReleasedWhenLeft(t *testing.T) {
+	cases := map[string]struct {
+		opts   step.Options
+		cancel bool
+		why    string
+	}{
+		"abandoned": {step.Options{Idle: 200 * time.Millisecond}, false, "abandoned"},
+		"bound":     {step.Options{Bound: 300 * time.Millisecond}, false, "bound"},
+		"cancelled": {step.Options{}, true, "reset"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := newBench(t, time.Minute) // far beyond the test: only the release frees the lock
+			g := step.New(c.opts)
+			defer g.Close()
+			a := b.start(t, g, "A", b.one["v6"])
+			until(t, a, "SET "+b.svc.Key()) // stopped before its write, holding the lock
+			if c.cancel {
+				a.Cancel("reset")
+			}
+			st := waitDone(t, a)
+			if st.State != "done" || !strings.Contains(st.Cancelled, c.why) {
+				t.Fatalf("A: %s, cancelled %q: want done, cancelled (%s)", st.State, st.Cancelled, c.why)
+			}
+			if o := st.Result.(outcome); !errors.Is(o.err, step.ErrCancelled) {
+				t.Fatalf("A's sale: %v, want ErrCancelled", o.err)
+			}
+			if n, _ := b.rdb.Exists(context.Background(), b.lockKey).Result(); n != 0 {
+				t.Fatal("the lock key is left behind")
+			}
+			if got := b.stock(t); got != "10" {
+				t.Fatalf("stock %s, want 10: a cancelled sale writes nothing", got)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if res, err := b.svc.Sell(ctx, b.two["v6"]); err != nil || res.Remaining != 9 {
+				t.Fatalf("the next sale: %+v %v, want sold at once", res, err)
+			}
+		})
+	}
+}
+
+// TestUnarmedNeverStops: a sale through the gated client, not armed, runs
+// through while an armed one is stopped.
+func TestUnarmedNeverStops(t *testing.T) {
+	b := newBench(t, time.Minute)
+	g := step.New(step.Options{})
+	defer g.Close()
+	a := b.start(t, g, "A", b.one["none"])
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if res, err := b.svc.Sell(ctx, b.two["v6"]); err != nil || res.Remaining != 9 {
+		t.Fatalf("unarmed sale: %+v %v, want sold", res, err)
+	}
+	if st := a.State(); st.State != "stopped" || len(st.Done) != 0 {
+		t.Fatalf("the armed sale: %+v, want still stopped before its first step", st)
+	}
+}
+
+// TestWatchdogShownNotStopped: v8's watchdog renews in its own goroutine
+// while its holder is stopped: its renewals are shown as background steps,
+// never stopped, so the lock outlives its lease as v8 promises.
+func TestWatchdogShownNotStopped(t *testing.T) {
+	b := newBench(t, 300*time.Millisecond)
+	g := step.New(step.Options{})
+	defer g.Close()
+	a := b.start(t, g, "A", b.one["v8"])
+	until(t, a, "business work")
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		renewals := 0
+		for _, d := range a.State().Done {
+			if d.Phase == step.Background && strings.HasPrefix(d.Reply, "1") {
+				renewals++
+			}
+		}
+		if renewals >= 3 { // past three lease thirds: a full lease renewed
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d renewals shown within 10 s: %+v", renewals, a.State().Done)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the observable state
+	}
+	if n, _ := b.rdb.Exists(context.Background(), b.lockKey).Result(); n != 1 {
+		t.Fatal("A's lock expired while its watchdog renewed it")
+	}
+	if _, o := finish(t, a); o.err != nil || o.res.ReleaseErr != nil {
+		t.Fatalf("A: %+v %v, want sold and released", o.res, o.err)
+	}
+}
