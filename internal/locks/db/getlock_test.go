@@ -14,18 +14,6 @@ import (
 	"github.com/locklab/locklab/internal/redistest"
 )
 
-// holds is a db-getlock pool on s, as a replica opens it, closed when the
-// test ends.
-func holds(t *testing.T, s *dbtest.Server) *sql.DB {
-	t.Helper()
-	pool, err := db.OpenHolds(s.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pool.Close() })
-	return pool
-}
-
 // waiting counts the connections waiting in GET_LOCK on s's server.
 func waiting(t *testing.T, pool *sql.DB) int {
 	t.Helper()
@@ -43,12 +31,12 @@ func TestGetLockExcludes(t *testing.T) {
 	s := dbtest.Start(t)
 	rdb := redistest.Start(t).Client()
 	opts := db.GetLockOptions{Key: "lock"}
-	a, b := db.NewGetLock(holds(t, s), opts), db.NewGetLock(holds(t, s), opts)
+	a, b := db.NewGetLock(s.Holds(), opts), db.NewGetLock(s.Holds(), opts)
 	locktest.Exclusion(t, rdb, a, b)
 	locktest.OneAttempt(t, a)
 	locktest.NotReentrant(t, a)
-	locktest.Tokens(t, db.NewGetLock(holds(t, s), db.GetLockOptions{Key: "fenced", Fence: true}))
-	locktest.Tokens(t, db.NewGetLock(holds(t, s), db.GetLockOptions{Key: "fenced", Fence: true})) // the row's, across pools
+	locktest.Tokens(t, db.NewGetLock(s.Holds(), db.GetLockOptions{Key: "fenced", Fence: true}))
+	locktest.Tokens(t, db.NewGetLock(s.Holds(), db.GetLockOptions{Key: "fenced", Fence: true})) // the row's, across pools
 }
 
 // A waiter waits in the server: while the lock is held it sends nothing
@@ -58,7 +46,7 @@ func TestGetLockWaitsInTheServer(t *testing.T) {
 	s := dbtest.Start(t)
 	ctx := context.Background()
 	probe := s.DB()
-	l := db.NewGetLock(holds(t, s), db.GetLockOptions{Key: "lock"})
+	l := db.NewGetLock(s.Holds(), db.GetLockOptions{Key: "lock"})
 	held, err := l.Acquire(ctx, "holder")
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +99,7 @@ func TestGetLockReleasedWhenTheConnectionDies(t *testing.T) {
 	ctx := context.Background()
 	probe := s.DB()
 	opts := db.GetLockOptions{Key: "lock", Check: 50 * time.Millisecond}
-	a, b := db.NewGetLock(holds(t, s), opts), db.NewGetLock(holds(t, s), opts)
+	a, b := db.NewGetLock(s.Holds(), opts), db.NewGetLock(s.Holds(), opts)
 	held, err := a.Acquire(ctx, "holder")
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +153,7 @@ func TestGetLockGivingUpLeavesNoWait(t *testing.T) {
 	s := dbtest.Start(t)
 	ctx := context.Background()
 	probe := s.DB()
-	l := db.NewGetLock(holds(t, s), db.GetLockOptions{Key: "lock"})
+	l := db.NewGetLock(s.Holds(), db.GetLockOptions{Key: "lock"})
 	held, err := l.Acquire(ctx, "holder")
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +208,7 @@ func TestGetLockFailedReleaseFreesTheLock(t *testing.T) {
 	s := dbtest.Start(t)
 	ctx := context.Background()
 	probe := s.DB()
-	pool := holds(t, s)
+	pool := s.Holds()
 	l := db.NewGetLock(pool, db.GetLockOptions{Key: "lock"})
 	held, err := l.Acquire(ctx, "holder")
 	if err != nil {
@@ -249,7 +237,7 @@ func TestGetLockFailedReleaseFreesTheLock(t *testing.T) {
 func TestGetLockDatabaseDown(t *testing.T) {
 	s := dbtest.Start(t)
 	ctx := context.Background()
-	l := db.NewGetLock(holds(t, s), db.GetLockOptions{Key: "lock"})
+	l := db.NewGetLock(s.Holds(), db.GetLockOptions{Key: "lock"})
 	warm, err := l.TryAcquire(ctx, "warm") // a pooled connection, to break
 	if err != nil {
 		t.Fatal(err)
