@@ -3,7 +3,11 @@
 # container (gone with `down`), the replicas' "locklab" account with
 # DB_PASSWORD, or the password in the file DB_PASSWORD_FILE (the Redis
 # password, as the local cluster does), made at start through a private init
-# file, never a command line; small (a lock table needs no big buffer pool).
+# file, never a command line; small (a lock table needs no big buffer pool),
+# but with 500 connections, as the local cluster's (dblock.MaxConnections):
+# db-getlock holds one for each holder and waiter, 100 at once under the
+# default load, beside the polling locks' idle ones (151, MariaDB's default,
+# is too few for both).
 # Debian's packages: mariadbd and mariadb-install-db.
 #
 # The healthcheck's own account, "healthcheck"@localhost, may do nothing but
@@ -32,4 +36,4 @@ printf '[client]\nuser=healthcheck\npassword=%s\nsocket=%s\n' "$probe" "$sock" >
 mariadb-install-db --no-defaults --datadir="$data" --auth-root-authentication-method=socket --skip-test-db --skip-name-resolve >/tmp/install.log 2>&1 ||
   { cat /tmp/install.log >&2; exit 1; }
 exec mariadbd --no-defaults --datadir="$data" --socket="$sock" --pid-file=/tmp/mariadb.pid \
-  --port=3306 --bind-address=0.0.0.0 --skip-name-resolve --innodb-buffer-pool-size=16M --init-file=/tmp/init.sql
+  --port=3306 --bind-address=0.0.0.0 --skip-name-resolve --innodb-buffer-pool-size=16M --max-connections=500 --init-file=/tmp/init.sql

@@ -163,7 +163,7 @@ func TestRefusedBeforeAnyLoad(t *testing.T) {
 		"fence atomic":          {[]string{"-lock", "atomic", "-fence", "-expect-safe", "-admin-token", "t"}, "-fence: atomic hands out no fencing token"},
 		"fence a library":       {[]string{"-lock", "v6,redislock", "-fence", "-admin-token", "t"}, "-fence: redislock hands out no fencing token"},
 		"fence all":             {[]string{"-lock", "all", "-fence", "-admin-token", "t"}, "the versions that fence: v3 v4 v5 v6 v7 v8 redlock etcd zk db"},
-		"scenario, no version":  {[]string{"-scenario", "slow-holder", "-lock", "v1,v2,v3,atomic"}, "runs no cell: it applies only to v4 v5 v6 v7 v8 etcd zk db redislock"},
+		"scenario, no version":  {[]string{"-scenario", "slow-holder", "-lock", "v1,v2,v3,atomic"}, "runs no cell: it applies only to v4 v5 v6 v7 v8 etcd zk db db-getlock redislock"},
 		"scenario, other":       {[]string{"-scenario", "lost-lease", "-lock", "v6"}, "-scenario lost-lease with -lock v6 runs no cell"},
 		"scenario, fence, wait": {[]string{"-scenario", "slow-holder", "-lock", "v6", "-fence", "-wait", "handoff"}, "-fence -wait: not used by the scenarios"},
 		"scenario, expect-safe": {[]string{"-scenario", "slow-holder", "-lock", "v6", "-expect-safe", "-n", "5"}, "-expect-safe -n: not used by the scenarios"},

@@ -114,12 +114,13 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 		return err
 	}
 	defer ecli.Close()
-	dbc, err := openDB(cfg.DB, log)
+	dbc, holds, err := openDB(cfg.DB, log)
 	if err != nil {
 		return err
 	}
 	if dbc != nil {
 		defer dbc.Close()
+		defer holds.Close()
 	}
 	zks, err := dialZK(cfg.ZK, cfg.TTL, log)
 	if err != nil {
@@ -132,7 +133,7 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	// replica cancels its stepped sales, which release their locks.
 	steps := step.New(step.Options{Log: log.With("part", "step")})
 	defer steps.Close()
-	deps := versions.Deps{Redis: rdb, Sentinels: cfg.Sentinel, SentinelMaster: cfg.SentinelMaster, Redlock: nodes, Etcd: ecli, DB: dbc, ZK: zks, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, Claim: cfg.Claim, ReplicaAck: cfg.ReplicaAck,
+	deps := versions.Deps{Redis: rdb, Sentinels: cfg.Sentinel, SentinelMaster: cfg.SentinelMaster, Redlock: nodes, Etcd: ecli, DB: dbc, DBHolds: holds, ZK: zks, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, Claim: cfg.Claim, ReplicaAck: cfg.ReplicaAck,
 		RedlockRetry: cfg.RedlockRetry, Log: log, Observer: mx}
 	if slices.ContainsFunc(cfg.variants(), func(v versions.Variant) bool { return versions.Queued(v.Wait) }) {
 		n := retry.NewNotifier(ctx, rdb, cfg.LockKey, min(cfg.TTL, retry.Backstop), cfg.Claim, log)
@@ -395,20 +396,25 @@ func dialZK(members []string, ttl time.Duration, log *slog.Logger) (*zk.Session,
 	return zk.Dial(members, zk.SessionOptions{Timeout: min(ttl, zkMaxSession), Log: log.With("lock", "zk")})
 }
 
-// openDB is the database lock's pool of connections to dsn (nil for none):
-// lazy, as the etcd client is, so a replica whose database is down serves
-// every other version and -lock db answers 503. The driver's own log lines
-// go to log.
-func openDB(dsn string, log *slog.Logger) (*sql.DB, error) {
+// openDB is the database locks' pools of connections to dsn (nil for
+// none): the polling locks' (db, db-seed), and db-getlock's, which holds a
+// connection for each hold and waits in the server (dblock.OpenHolds).
+// Lazy, as the etcd client is, so a replica whose database is down serves
+// every other version and the db locks answer 503. The driver's own log
+// lines go to log.
+func openDB(dsn string, log *slog.Logger) (polls, holds *sql.DB, err error) {
 	if dsn == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	_ = mysql.SetLogger(driverLog{log})
-	db, err := dblock.Open(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("-db: %w", err)
+	if polls, err = dblock.Open(dsn); err != nil {
+		return nil, nil, fmt.Errorf("-db: %w", err)
 	}
-	return db, nil
+	if holds, err = dblock.OpenHolds(dsn); err != nil {
+		polls.Close()
+		return nil, nil, fmt.Errorf("-db: %w", err)
+	}
+	return polls, holds, nil
 }
 
 // driverLog puts the MariaDB driver's log lines in the service's log.

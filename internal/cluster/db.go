@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	dblock "github.com/locklab/locklab/internal/locks/db"
 )
 
 // The database lock's MariaDB in the local cluster: one server on
@@ -35,11 +37,14 @@ func planDB(dir string) *Proc {
 // MariaDBArgs are mariadbd's arguments (after its path) for a server with
 // its data in data, its socket, pid file and log in dir, listening on
 // 127.0.0.1:port only, running as OSUser, small: a lock table needs no big
-// buffer pool. The tests' servers (package dbtest) are started the same.
+// buffer pool. It allows dblock.MaxConnections connections (db-getlock
+// holds one for each holder and waiter). The tests' servers (package
+// dbtest) are started the same.
 func MariaDBArgs(data, dir string, port int) []string {
 	return []string{"--no-defaults", "--datadir=" + data, "--socket=" + dbSocket(dir),
 		"--pid-file=" + filepath.Join(dir, "mariadb.pid"), "--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1",
-		"--user=" + OSUser(), "--skip-name-resolve", "--innodb-buffer-pool-size=16M", "--log-error=" + filepath.Join(dir, "mariadb.log")}
+		"--user=" + OSUser(), "--skip-name-resolve", "--innodb-buffer-pool-size=16M",
+		"--max-connections=" + strconv.Itoa(dblock.MaxConnections), "--log-error=" + filepath.Join(dir, "mariadb.log")}
 }
 
 // dbUmask makes MariaDB's files its owner's only: it sets its own umask

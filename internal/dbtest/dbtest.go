@@ -21,6 +21,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/locklab/locklab/internal/cluster"
+	dblock "github.com/locklab/locklab/internal/locks/db"
 	"github.com/locklab/locklab/internal/redistest"
 )
 
@@ -138,6 +139,17 @@ func (s *Server) dsn(database string) string {
 // DB opens the tests' database, closed when the test ends.
 func (s *Server) DB() *sql.DB {
 	db := s.open(Database)
+	s.tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// Holds opens the tests' database as db-getlock's pool, as a replica does
+// (dblock.OpenHolds), closed when the test ends.
+func (s *Server) Holds() *sql.DB {
+	db, err := dblock.OpenHolds(s.DSN())
+	if err != nil {
+		s.tb.Fatal(err)
+	}
 	s.tb.Cleanup(func() { db.Close() })
 	return db
 }

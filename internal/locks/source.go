@@ -17,13 +17,13 @@ import (
 //go:embed v1_mutex/mutex.go v3_setnx/setnx.go v3_setnx/*.lua v6_lua/lua.go v6_lua/*.lua
 //go:embed v7_reentrant/reentrant.go v7_reentrant/*.lua v8_watchdog/watchdog.go v8_watchdog/*.lua
 //go:embed redislock/redislock.go rueidislock/rueidislock.go
-//go:embed redlock/redlock.go redlock/*.lua etcd/etcd.go zk/zk.go zk/session.go zk/watch.go db/db.go db/seed.go db/watch.go db/*.sql
+//go:embed redlock/redlock.go redlock/*.lua etcd/etcd.go zk/zk.go zk/session.go zk/watch.go db/db.go db/seed.go db/getlock.go db/watch.go db/*.sql
 var sources embed.FS
 
 // Packages are each version's package here; none and atomic have none (the
 // sale's own code is theirs).
 var Packages = map[string]string{"v1": "v1_mutex", "v2": "v1_mutex", "v3": "v3_setnx", "v4": "v3_setnx", "v5": "v3_setnx",
-	"v6": "v6_lua", "v7": "v7_reentrant", "v8": "v8_watchdog", "redlock": "redlock", "etcd": "etcd", "zk": "zk", "db-seed": "db", "db": "db",
+	"v6": "v6_lua", "v7": "v7_reentrant", "v8": "v8_watchdog", "redlock": "redlock", "etcd": "etcd", "zk": "zk", "db-seed": "db", "db": "db", "db-getlock": "db",
 	"redislock": "redislock", "rueidislock": "rueidislock", "rueidislock-1": "rueidislock"}
 
 // File is one source file: its path in the repository, and its text.

@@ -263,6 +263,11 @@ func (e Env) ClearLock(ctx context.Context, lock string) error {
 			return fmt.Errorf("scenario: db-seed: %w", err)
 		}
 	}
+	if lock == "db-getlock" && e.DB != nil { // its holder's connection killed
+		if err := dblock.GetLockClear(ctx, e.DB, e.LockKey); err != nil {
+			return fmt.Errorf("scenario: db-getlock: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -344,8 +349,11 @@ func (e Env) locked(ctx context.Context) (bool, error) {
 		if e.DB == nil {
 			return false, errors.New("scenario: no database to watch the " + e.lock + " lock")
 		}
-		if e.lock == "db-seed" {
+		switch e.lock {
+		case "db-seed":
 			return dblock.SeedHeld(ctx, e.DB, e.LockKey)
+		case "db-getlock":
+			return dblock.GetLockHeld(ctx, e.DB, e.LockKey)
 		}
 		return dblock.Held(ctx, e.DB, e.LockKey)
 	}

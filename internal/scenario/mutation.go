@@ -11,7 +11,7 @@ import (
 // Held are the outcomes that say a fix held: one holder, no oversell, no
 // lost update, a stale write refused, a waiter served. A cell expected to
 // hold is shown able to fail by its mutation.
-var Held = []string{NoOversell, StaleRefused, KeepsSuccessor, Passes, Resumes, KeepsSelling, Clean503,
+var Held = []string{NoOversell, StaleRefused, KeepsSuccessor, Passes, Resumes, ResumesAtOnce, WaitsForHolder, KeepsSelling, Clean503,
 	StopsBeforeWrite, NoTwoHolders, NoConfirmedLost, MovesOn, AllWoken, StrandsCleanly}
 
 // A Mutation is a cell expected to hold, run again with the fix that holds
@@ -97,9 +97,14 @@ func mutation(s Scenario, lock, expected string) Mutation {
 		// leases cannot be switched off; the cell's verdict (B's reply) is
 		// the same code for every lock.
 		m.Fix, m.As = "the lease's expiry (v3)", "v3"
-		if lock == "db" {
+		switch lock {
+		case "db":
 			m.Fix, m.As = "the hold's expiry (db-seed)", "db-seed"
+		case "db-getlock":
+			m.Fix, m.As = "the lock going with its holder's connection (db-seed's row stays)", "db-seed"
 		}
+	case expected == WaitsForHolder:
+		m.Fix, m.Off = "the lock: it grants whoever asks", "lock"
 	case expected == MovesOn:
 		m.Fix, m.Off = "the releaser's check at the claim deadline", "claim"
 	case s.Name == "majority-down", s.Name == "node-down":

@@ -43,6 +43,8 @@ const (
 	KeepsSelling     = "keeps selling, no oversell"
 	StopsBeforeWrite = "stops before its write, no oversell"
 	Resumes          = "resumes after the lease, no oversell"
+	WaitsForHolder   = "every sale waits until the holder resumes, no oversell"
+	ResumesAtOnce    = "resumes at once, no oversell"
 	ConfirmedLost    = "a confirmed sale lost"
 	NoConfirmedLost  = "no confirmed sale lost"
 )
@@ -418,6 +420,8 @@ func crashHolder(ctx context.Context, e Env, lock string, before int64) (observe
 		return "", "", err
 	case rb.code == api.CodeLockTimeout:
 		return Deadlock, detail, nil
+	case rb.status == http.StatusOK && oversold == 0 && noLease(lock) && rb.elapsed < e.TTL/2:
+		return ResumesAtOnce, detail, nil // its hold ended with the holder's connection
 	case rb.status == http.StatusOK && oversold == 0:
 		return Resumes, detail, nil
 	}
@@ -657,6 +661,9 @@ func pausedHolder(ctx context.Context, e Env, lock string, before int64, fenced 
 		return "", "", fmt.Errorf("the first sale's replica never stopped before its write: %w", err)
 	}
 	e.mark(e.Replicas[0].Name + " stopped before its write")
+	if noLease(lock) {
+		return e.pausedForever(ctx, lock, before, fence, s, thaw)
+	}
 	if err := e.waitLock(ctx, false, 3*e.TTL); err != nil {
 		return "", "", fmt.Errorf("the frozen holder's lease never expired: %w", err)
 	}
@@ -677,6 +684,45 @@ func pausedHolder(ctx context.Context, e Env, lock string, before int64, fenced 
 		return observed, detail, err
 	}
 	return StaleRefused, detail, nil
+}
+
+// noLease says that lock's hold never runs out while its holder lives.
+func noLease(lock string) bool {
+	v, _ := versions.Lookup(lock)
+	return v.NoLease
+}
+
+// pausedForever is pause-holder for a lock with no lease (db-getlock): the
+// frozen holder keeps it, so the second sale, sent while it is frozen, must
+// still be waiting after twice the TTL (any lease would have run out), be
+// served only after the holder resumes, sells its unit, and releases.
+func (e Env) pausedForever(ctx context.Context, lock string, before int64, fence string, s <-chan reply, thaw func() error) (string, string, error) {
+	second := e.sellAt(ctx, e.Replicas[1].URL, lock, fence)
+	select {
+	case rb := <-second:
+		_ = thaw()
+		rs := <-s
+		observed, detail, err := e.verdict(ctx, before, rs, rb)
+		return observed, detail + ", the second sale answered " + rb.String() + " while the holder was frozen", err
+	case <-time.After(2 * e.TTL): // past any lease: the second sale still waits
+	}
+	held, err := e.locked(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	resumed := time.Now()
+	e.mark(e.Replicas[0].Name + " resumed")
+	if err := thaw(); err != nil {
+		return "", "", err
+	}
+	rs, rb := <-s, <-second
+	observed, detail, err := e.verdict(ctx, before, rs, rb)
+	detail += fmt.Sprintf(", the second sale still waiting %s into the pause (the lock held: %v), answered %s after the holder resumed",
+		2*e.TTL, held, time.Since(resumed).Round(time.Millisecond))
+	if err != nil || observed != NoOversell || !held || rs.outcome != api.Sold || rb.outcome != api.Sold {
+		return observed, detail, err
+	}
+	return WaitsForHolder, detail, nil
 }
 
 // lostLease: S sells with hold 1.5 x TTL. Once S holds the lock and has read

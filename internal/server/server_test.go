@@ -81,7 +81,8 @@ func newStack(t testing.TB, o options) *stack {
 		}
 	}
 	if versions.NeedsDB(o.lock) { // a real MariaDB: the guard's own tests are its failures'
-		deps.DB = dbtest.Start(t).DB()
+		s := dbtest.Start(t)
+		deps.DB, deps.DBHolds = s.DB(), s.Holds()
 	}
 	if versions.NeedsZK(o.lock) { // one real ZooKeeper: the guard's own tests are the ensemble's
 		zs, err := zklock.Dial(zktest.Start(t, 1).Servers(), zklock.SessionOptions{Timeout: 10 * time.Second})

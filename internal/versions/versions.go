@@ -55,7 +55,8 @@ type Version struct {
 	// that name says whether it has one.
 	Needs string `json:"needs,omitempty"`
 	// Waits is how a version that waits its own way (not -wait) waits for
-	// a taken lock: "poll", "watch" (etcd's, ZooKeeper's) or "invalidation"
+	// a taken lock: "poll", "watch" (etcd's, ZooKeeper's), "server" (in
+	// the database, db-getlock's GET_LOCK) or "invalidation"
 	// (told by Redis' client-side caching); empty for one that never waits
 	// on another process (none, v1, v2, atomic).
 	Waits string `json:"waits,omitempty"`
@@ -73,6 +74,10 @@ type Version struct {
 	// the stock's check, and it is never built fenced (a fenced sale with no
 	// token is refused: sale.ErrNoToken).
 	NoToken bool `json:"no_token,omitempty"`
+	// NoLease says that its hold never runs out by itself while its holder
+	// lives (db-getlock's connection): a frozen holder keeps it, and
+	// pause-holder shows every other sale waiting for it.
+	NoLease bool `json:"no_lease,omitempty"`
 	// OneReplica says that the tutorial runs it on one process: the load
 	// test sends its sales to one replica (v1; v2 is the same code on two).
 	OneReplica bool `json:"one_replica,omitempty"`
@@ -157,6 +162,10 @@ type Deps struct {
 	// DB is the database lock's MariaDB; nil: the db version answers every
 	// sale with an error (unavailable).
 	DB *sql.DB
+	// DBHolds is the same MariaDB as db-getlock uses it (dblock.OpenHolds:
+	// a connection held for each hold, no read timeout); nil: db-getlock
+	// answers every sale with an error (unavailable).
+	DBHolds *sql.DB
 	// ZK is the zk lock's ZooKeeper session; nil: the zk version answers
 	// every sale with an error (unavailable).
 	ZK      *zklock.Session
@@ -245,20 +254,21 @@ func Build(d Deps, v Variant) map[string]sale.Method {
 	key, ttl, fence, handoff, claim := d.LockKey, d.TTL, v.Fence, v.Wait == "handoff", d.Claim
 	hash := reentrant.Options{Key: key, TTL: ttl, Fence: fence, Handoff: handoff, Claim: claim}
 	methods := map[string]sale.Method{
-		"none":    {Name: "none"},
-		"v1":      local("v1"),
-		"v2":      local("v2"),
-		"v3":      single("v3", setnx.New(d.Redis, setnx.Options{Key: key, Fence: fence, Handoff: handoff, Claim: claim})),
-		"v4":      single("v4", setnx.New(d.Redis, setnx.Options{Key: key, TTL: ttl, Fence: fence, Handoff: handoff, Claim: claim})),
-		"v5":      single("v5", setnx.New(d.Redis, setnx.Options{Key: key, TTL: ttl, OwnerCheck: true, Fence: fence, Handoff: handoff, Claim: claim})),
-		"v6":      single("v6", lua.New(d.Redis, lua.Options{Key: key, TTL: ttl, Fence: fence, Handoff: handoff, Claim: claim})),
-		"v7":      single("v7", reentrant.New(d.Redis, hash)),
-		"v8":      single("v8", watchdog.New(d.Redis, hash, d.Log.With("lock", "v8"), d.Observer)),
-		"redlock": polled("redlock", redlock.New(d.Redlock, redlock.Options{Key: key, TTL: ttl, Fence: fence}), d.RedlockRetry, domain("redlock")),
-		"etcd":    {Name: "etcd", Lock: d.etcd(key, ttl, fence), Fence: domain("etcd"), Wait: "watch"},
-		"zk":      {Name: "zk", Lock: d.zk(key, fence), Fence: domain("zk"), Wait: "watch"},
-		"db-seed": d.dbSeed(key, ttl), // no token to fence with
-		"db":      d.db(key, ttl, fence, domain("db")),
+		"none":       {Name: "none"},
+		"v1":         local("v1"),
+		"v2":         local("v2"),
+		"v3":         single("v3", setnx.New(d.Redis, setnx.Options{Key: key, Fence: fence, Handoff: handoff, Claim: claim})),
+		"v4":         single("v4", setnx.New(d.Redis, setnx.Options{Key: key, TTL: ttl, Fence: fence, Handoff: handoff, Claim: claim})),
+		"v5":         single("v5", setnx.New(d.Redis, setnx.Options{Key: key, TTL: ttl, OwnerCheck: true, Fence: fence, Handoff: handoff, Claim: claim})),
+		"v6":         single("v6", lua.New(d.Redis, lua.Options{Key: key, TTL: ttl, Fence: fence, Handoff: handoff, Claim: claim})),
+		"v7":         single("v7", reentrant.New(d.Redis, hash)),
+		"v8":         single("v8", watchdog.New(d.Redis, hash, d.Log.With("lock", "v8"), d.Observer)),
+		"redlock":    polled("redlock", redlock.New(d.Redlock, redlock.Options{Key: key, TTL: ttl, Fence: fence}), d.RedlockRetry, domain("redlock")),
+		"etcd":       {Name: "etcd", Lock: d.etcd(key, ttl, fence), Fence: domain("etcd"), Wait: "watch"},
+		"zk":         {Name: "zk", Lock: d.zk(key, fence), Fence: domain("zk"), Wait: "watch"},
+		"db-seed":    d.dbSeed(key, ttl), // no token to fence with
+		"db":         d.db(key, ttl, fence, domain("db")),
+		"db-getlock": d.dbGetLock(key, fence, domain("db-getlock")),
 		// The libraries people use, as their READMEs show them: they wait
 		// their own way, and hand out no fencing token.
 		"redislock":     {Name: "redislock", Lock: libredislock.New(d.Redis, libredislock.Options{Key: key, TTL: ttl, Retry: d.Retry}), Wait: "poll"},
@@ -363,6 +373,17 @@ func (d Deps) dbSeed(key string, ttl time.Duration) sale.Method {
 	}
 	g := dblock.NewSeed(d.DB, dblock.Options{Key: key, TTL: ttl})
 	return sale.Method{Name: "db-seed", Lock: retry.Poll(g, d.Retry, d.counter("db-seed", "poll")), Wait: "poll"}
+}
+
+// dbGetLock is MariaDB's named lock: it waits in the server (GET_LOCK),
+// one attempt per acquisition; its token is a counter row bumped inside
+// the hold.
+func (d Deps) dbGetLock(key string, fence bool, domain string) sale.Method {
+	m := sale.Method{Name: "db-getlock", Lock: noDB{}, Fence: domain, Wait: "server"}
+	if d.DBHolds != nil {
+		m.Lock = counted{dblock.NewGetLock(d.DBHolds, dblock.GetLockOptions{Key: key, Fence: fence}), d.counter("db-getlock", "server")}
+	}
+	return m
 }
 
 // Needs names the service's setting version runs on, as /healthz reports

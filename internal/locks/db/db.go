@@ -70,7 +70,11 @@ type Locker struct {
 // a row found as affected, so an acquisition that finds the lock held (a
 // duplicate row left unchanged) reads as an insert, and a second holder is
 // handed the unfenced lock with no error.
-func Open(dsn string) (*sql.DB, error) {
+func Open(dsn string) (*sql.DB, error) { return open(dsn, nil) }
+
+// open is Open's pool, its settings changed by adjust (nil: none) before it
+// connects.
+func open(dsn string, adjust func(*mysql.Config)) (*sql.DB, error) {
 	c, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, err
@@ -79,6 +83,9 @@ func Open(dsn string) (*sql.DB, error) {
 	c.Timeout = cmp.Or(c.Timeout, 2*time.Second)
 	c.ReadTimeout = cmp.Or(c.ReadTimeout, 5*time.Second)
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, 5*time.Second)
+	if adjust != nil {
+		adjust(c)
+	}
 	conn, err := mysql.NewConnector(c)
 	if err != nil {
 		return nil, err

@@ -33,6 +33,31 @@ func SeedClear(ctx context.Context, db *sql.DB, key string) error {
 	return exec(ctx, db, "DELETE FROM locklab_seed_locks WHERE name = ?", key)
 }
 
+// GetLockHeld reports whether key's named lock (db-getlock) is held on the
+// server.
+func GetLockHeld(ctx context.Context, db *sql.DB, key string) (bool, error) {
+	id, err := getLockHolder(ctx, db, key)
+	return id != 0, err
+}
+
+// GetLockClear frees key's named lock by killing the connection that holds
+// it: only its own connection can release it.
+func GetLockClear(ctx context.Context, db *sql.DB, key string) error {
+	id, err := getLockHolder(ctx, db, key)
+	if err != nil || id == 0 {
+		return err
+	}
+	return kill(ctx, db, id)
+}
+
+// getLockHolder is the id of the connection holding key's named lock, 0
+// when nobody holds it.
+func getLockHolder(ctx context.Context, db *sql.DB, key string) (int64, error) {
+	var id sql.NullInt64
+	err := db.QueryRowContext(ctx, "SELECT IS_USED_LOCK(?)", GetLockName(key)).Scan(&id)
+	return id.Int64, err
+}
+
 func count(ctx context.Context, db *sql.DB, query, key string) (bool, error) {
 	var n int
 	err := db.QueryRowContext(ctx, query, key).Scan(&n)
