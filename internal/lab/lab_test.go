@@ -419,9 +419,12 @@ func TestCellsAreValidated(t *testing.T) {
 	}
 }
 
-// Each version's lesson shows its code as the service runs it: the lock
-// package's Go code first, then its scripts; the sale's script for atomic;
-// nothing for none; 404 for a version that does not exist.
+// Each version's lesson shows its code as the service runs it: the lines
+// marked as its acquire and release, as a diff against the version before
+// (v4 against v3: the two lines the tutorial changes), and the whole files,
+// the lock package's Go code first, then its scripts; the sale's script for
+// atomic, its read-check-write for none; 404 for a version that does not
+// exist.
 func TestLessonCode(t *testing.T) {
 	u := start(t, lab.Config{})
 	for _, c := range []struct {
@@ -431,6 +434,7 @@ func TestLessonCode(t *testing.T) {
 		{"v4", "internal/locks/v3_setnx/setnx.go", "internal/locks/v3_setnx/try.lua"},
 		{"redlock", "internal/locks/redlock/redlock.go", ""},
 		{"atomic", "internal/sale/decrement.lua", ""},
+		{"none", "internal/sale/sale.go", ""},
 	} {
 		status, reply := do(t, http.MethodGet, u+"/lab/api/code/"+c.version, "", nil)
 		files, _ := reply["files"].([]any)
@@ -449,8 +453,13 @@ func TestLessonCode(t *testing.T) {
 			t.Errorf("%s: files %v, want %s first and %q among them", c.version, paths, c.first, c.has)
 		}
 	}
-	if status, reply := do(t, http.MethodGet, u+"/lab/api/code/none", "", nil); status != http.StatusOK || len(reply["files"].([]any)) != 0 {
-		t.Errorf("none: %d %v, want no file", status, reply)
+	_, v4 := do(t, http.MethodGet, u+"/lab/api/code/v4", "", nil)
+	ops := map[string]int{}
+	for _, l := range v4["diff"].([]any) {
+		ops[l.(map[string]any)["op"].(string)]++
+	}
+	if v4["base"] != "v3" || ops["-"] != 2 || ops["+"] != 2 || ops["="] == 0 {
+		t.Errorf("v4's lesson: base %v, diff %v; want v3, 2 lines changed for 2, the rest the same", v4["base"], ops)
 	}
 	if status, reply := do(t, http.MethodGet, u+"/lab/api/code/v9", "", nil); status != http.StatusNotFound || reply["code"] != api.CodeUnknownLock {
 		t.Errorf("v9: %d %v, want 404 unknown_lock", status, reply)
