@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
@@ -130,6 +131,8 @@ type Lab struct {
 	found *replicaFinder
 
 	cells cells
+
+	rev atomic.Int64 // stamps what the lab says of its runs and cells (summary.Rev)
 
 	mu      sync.Mutex
 	busy    string // what runs now ("run ID", "cell S/LOCK"); "": nothing
