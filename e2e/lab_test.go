@@ -199,6 +199,13 @@ func TestLab(t *testing.T) {
 	// v6, against v5's: the script in, the GET and DEL out; the whole
 	// files a click away), and its flaw and its fix from its buttons (the
 	// matrix's cells, run from the lesson).
+	// The run opened above scrolled the page to the live panel, smoothly: a
+	// click computed while that scroll still moves the page lands beside
+	// the tab. Back at the top at once, the tab stays where it is clicked.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(window.scrollTo({ top: 0, behavior: "instant" }), true)`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the page still at its top", `window.scrollY === 0`)
 	if err := chromedp.Do(ctx, chromedp.Click("#lesson-tab-v6", chromedp.NodeVisible)); err != nil {
 		t.Fatal(err)
 	}
