@@ -195,12 +195,23 @@ func TestLab(t *testing.T) {
 	}
 	waitFor(t, ctx, "a hold's record shown from the keyboard", `!document.querySelector("#tip").hidden && document.querySelector("#tip").textContent.includes("held")`)
 
-	// v6's lesson: its code as the service runs it, and its flaw and its
-	// fix from its buttons (the matrix's cells, run from the lesson).
+	// v6's lesson: its code as the service runs it (the lines that make it
+	// v6, against v5's: the script in, the GET and DEL out; the whole
+	// files a click away), and its flaw and its fix from its buttons (the
+	// matrix's cells, run from the lesson).
+	// The run opened above scrolled the page to the live panel, smoothly: a
+	// click computed while that scroll still moves the page lands beside
+	// the tab. Back at the top at once, the tab stays where it is clicked.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(window.scrollTo({ top: 0, behavior: "instant" }), true)`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the page still at its top", `window.scrollY === 0`)
 	if err := chromedp.Do(ctx, chromedp.Click("#lesson-tab-v6", chromedp.NodeVisible)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, ctx, "v6's code shown", `[...document.querySelectorAll("#lesson summary")].some((s) => s.textContent.startsWith("internal/locks/v6_lua/release.lua")) && document.querySelector("#lesson pre").textContent.includes("package")`)
+	waitFor(t, ctx, "v6's code shown", `[...document.querySelectorAll("#lesson pre.diff .line[data-op='+']")].some((l) => l.textContent.includes("redis.call('GET', KEYS[1]) == ARGV[1]")) &&
+		[...document.querySelectorAll("#lesson pre.diff .line[data-op='-']")].some((l) => l.textContent.includes("l.rdb.Del(")) &&
+		[...document.querySelectorAll("#lesson details.files summary")].some((s) => s.textContent.startsWith("internal/locks/v6_lua/release.lua")) && document.querySelector("#lesson details.files pre").textContent.includes("package")`)
 	screenshot(t, ctx, "lab-4-lesson-v6")
 	for i, c := range []struct{ scenario, want string }{
 		{"slow-holder", "oversell, keeps successor's lock"},

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -18,20 +19,28 @@ import (
 // and observed, the detail, and its timeline (its sales' holds and the
 // moments of its faults).
 type CellResult struct {
-	Scenario string         `json:"scenario"`
-	Lock     string         `json:"lock"`
-	Expected string         `json:"expected"`
-	Observed string         `json:"observed,omitempty"`
-	Detail   string         `json:"detail,omitempty"`
-	Evidence string         `json:"evidence,omitempty"`
-	OK       bool           `json:"ok"`
-	Error    string         `json:"error,omitempty"`
-	Fixes    []Fix          `json:"fixes,omitempty"` // faults it could not undo
-	Status   string         `json:"status"`          // running, done, failed
-	Started  time.Time      `json:"started"`
-	Ended    time.Time      `json:"ended,omitzero"`
-	Holds    []Hold         `json:"holds,omitempty"`
-	Marks    []history.Mark `json:"marks,omitempty"`
+	Scenario string `json:"scenario"`
+	Lock     string `json:"lock"`
+	Expected string `json:"expected"`
+	Observed string `json:"observed,omitempty"`
+	Detail   string `json:"detail,omitempty"`
+	Evidence string `json:"evidence,omitempty"`
+	OK       bool   `json:"ok"`
+	// Error is the record of why a cell could not run or did not finish,
+	// as the code said it; Why says it in a learner's words, a sentence
+	// with what to start when another cluster would run it ("Could not
+	// run: ..., start make lab."). The page shows Why, the record a click
+	// away.
+	Error string `json:"error,omitempty"`
+	Why   string `json:"why,omitempty"`
+	// Rev orders what the lab says of its cells and runs (summary.Rev).
+	Rev     int64          `json:"rev"`
+	Fixes   []Fix          `json:"fixes,omitempty"` // faults it could not undo
+	Status  string         `json:"status"`          // running, done, failed
+	Started time.Time      `json:"started"`
+	Ended   time.Time      `json:"ended,omitzero"`
+	Holds   []Hold         `json:"holds,omitempty"`
+	Marks   []history.Mark `json:"marks,omitempty"`
 }
 
 // cells is the lab's scenario runner: the cluster's Env once made, and the
@@ -71,8 +80,58 @@ func (l *Lab) scenarios(w http.ResponseWriter, _ *http.Request) {
 		results = append(results, c)
 	}
 	l.cells.mu.Unlock()
+	why := l.faultless()
 	writeJSON(w, http.StatusOK, map[string]any{"scenarios": rows, "locks": versions.Names(), "results": results,
-		"available": l.cfg.Cells != nil})
+		"available": why == "", "why": why, "why_no_hooks": whyNoHooks, "command": labCommand})
+}
+
+// The lab's words for why no cell can run here, and the command that
+// starts the cluster they run on: the one command the page names.
+const (
+	labCommand   = "make lab"
+	whyNoCluster = "this lab has no local cluster to fault (it was started without one, as the Compose stack starts it)"
+	whyNoHooks   = "the replicas run without their fault hooks (make up starts them so)"
+)
+
+// faultless says why no cell can run on this lab's stack ("": they may):
+// it has no local cluster (Config.Cells), or its replicas say on /healthz
+// that their fault hooks are off (-chaos false: make up starts them so). A
+// replica not heard from yet says nothing: the cell then finds out itself.
+func (l *Lab) faultless() string {
+	if l.cfg.Cells == nil {
+		return whyNoCluster
+	}
+	for _, n := range l.stack.nodes() {
+		if n.Kind == "replica" && n.Settings["chaos"] == "false" {
+			return whyNoHooks
+		}
+	}
+	return ""
+}
+
+// couldNotRun is a cell's failure before any fault: the record (err), and
+// why in a learner's words with the command that starts a cluster where it
+// runs, when one does (fix: "" when no make lab cluster would).
+func couldNotRun(res CellResult, record, why, fix string) CellResult {
+	res.Status, res.Error, res.Why = "failed", record, "Could not run: "+why+"."
+	if fix != "" {
+		res.Why = "Could not run: " + why + ", start " + fix + "."
+	}
+	return res
+}
+
+// unfit says in a learner's words why s cannot run against e (as s.Unfit
+// found), and the command that starts a cluster where it can.
+func unfit(s scenario.Scenario, e scenario.Env) (why, fix string) {
+	switch {
+	case s.NeedsFaults && e.Faults == nil:
+		return "it needs the fault proxies, and this cluster was started without them", labCommand
+	case s.NeedsSentinel && len(e.Sentinels) == 0:
+		return "it needs Redis Sentinel watching the stock's node, which " + labCommand + " does not start (make scenarios runs it, in its second pass)", ""
+	case !s.NeedsSentinel && len(e.Sentinels) > 0:
+		return "it needs a cluster without Redis Sentinel, and this one has it", labCommand
+	}
+	return "its second sale must wait past the first one's lease, and the replicas give up waiting sooner than that", labCommand
 }
 
 // cell is one cell's last result, with its timeline.
@@ -109,8 +168,8 @@ func (l *Lab) runCell(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, api.CodeBadRequest, fmt.Sprintf("%s has no cell for %q", s.Name, req.Lock))
 		return
 	}
-	if l.cfg.Cells == nil {
-		writeError(w, http.StatusServiceUnavailable, "no_cells", "this lab runs no scenario cells: it needs the local cluster's run directory (make lab)")
+	if why := l.faultless(); why != "" {
+		writeError(w, http.StatusServiceUnavailable, "no_cells", "Could not run: "+why+", start "+labCommand+".")
 		return
 	}
 	res := CellResult{Scenario: s.Name, Lock: req.Lock, Expected: s.Expect[req.Lock], Status: "running", Started: time.Now()}
@@ -118,35 +177,41 @@ func (l *Lab) runCell(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	l.setCell(res)
+	reply := l.setCell(res)
 	go func() {
 		defer done()
-		res = l.execCell(ctx, s, res)
-		l.setCell(res)
+		l.setCell(l.execCell(ctx, s, reply))
 	}()
-	writeJSON(w, http.StatusAccepted, res)
+	// The cell may have ended, and its event gone out, before this reply
+	// is written: the page keeps what has the higher Rev.
+	writeJSON(w, http.StatusAccepted, reply)
 }
 
 func (l *Lab) execCell(ctx context.Context, s scenario.Scenario, res CellResult) CellResult {
 	defer func() { res.Ended = time.Now() }()
 	env, err := l.env(ctx)
-	if err != nil {
-		res.Status, res.Error = "failed", err.Error()
-		return res
+	switch {
+	case errors.Is(err, scenario.ErrNoFaultHooks):
+		return couldNotRun(res, err.Error(), whyNoHooks, labCommand)
+	case err != nil:
+		return couldNotRun(res, err.Error(), "the lab could not read the local cluster's state", labCommand)
 	}
-	if why := s.Unfit(env); why != "" {
-		res.Status, res.Error = "failed", s.Name+" "+why
-		return res
+	if record := s.Unfit(env); record != "" {
+		why, fix := unfit(s, env)
+		return couldNotRun(res, s.Name+" "+record, why, fix)
 	}
 	if why := env.Lacks(res.Lock); why != "" {
-		res.Status, res.Error = "failed", why
-		return res
+		return couldNotRun(res, why, why, labCommand)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	c, err := s.Run(ctx, env, res.Lock)
 	if err != nil {
 		res.Status, res.Error, res.Fixes = "failed", err.Error(), l.fixes(err)
+		res.Why = "It did not finish: it stopped with an error before it could say what the lock did."
+		if errors.Is(err, context.Canceled) {
+			res.Why = "It did not finish: it was stopped."
+		}
 		return res
 	}
 	res.Status, res.Observed, res.Detail, res.Evidence, res.OK, res.Marks = "done", c.Observed, c.Detail, c.Evidence, c.OK(), c.Marks
@@ -173,14 +238,18 @@ func (l *Lab) env(ctx context.Context) (scenario.Env, error) {
 	return env, nil
 }
 
-func (l *Lab) setCell(c CellResult) {
+// setCell keeps c as its cell's last result, stamped with the next Rev,
+// and tells the pages; it returns c as stamped.
+func (l *Lab) setCell(c CellResult) CellResult {
 	l.cells.mu.Lock()
 	if l.cells.results == nil {
 		l.cells.results = map[string]CellResult{}
 	}
+	c.Rev = l.rev.Add(1)
 	l.cells.results[cellKey(c.Scenario, c.Lock)] = c
 	l.cells.mu.Unlock()
 	l.publish("cell", c)
+	return c
 }
 
 func (l *Lab) closeCells() {

@@ -25,12 +25,12 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
-	"github.com/locklab/locklab/internal/locks"
+	"github.com/locklab/locklab/internal/lesson"
 	"github.com/locklab/locklab/internal/origin"
-	"github.com/locklab/locklab/internal/sale"
 	"github.com/locklab/locklab/internal/scenario"
 	"github.com/locklab/locklab/internal/versions"
 )
@@ -131,6 +131,8 @@ type Lab struct {
 	found *replicaFinder
 
 	cells cells
+
+	rev atomic.Int64 // stamps what the lab says of its runs and cells (summary.Rev)
 
 	mu      sync.Mutex
 	busy    string // what runs now ("run ID", "cell S/LOCK"); "": nothing
@@ -251,23 +253,18 @@ func (l *Lab) config(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// code answers a version's code for its lesson, as the service runs it: the
-// files of its lock package (the sale's own script for atomic, none for
-// none), embedded when the lab was built.
+// code answers a version's code for its lesson, as the service runs it
+// (package lesson): the lines marked as what makes it what it is, their
+// diff against the version it follows, and the whole files they are in,
+// embedded when the lab was built.
 func code(w http.ResponseWriter, r *http.Request) {
 	v := r.PathValue("version")
-	if !slices.Contains(versions.Names(), v) {
+	l, ok := lesson.For(v)
+	if !ok {
 		writeError(w, http.StatusNotFound, api.CodeUnknownLock, fmt.Sprintf("no version %q: want one of %s", v, strings.Join(versions.Names(), " ")))
 		return
 	}
-	files := locks.Code(v)
-	if v == "atomic" {
-		files = []locks.File{{Path: "internal/sale/decrement.lua", Text: sale.Script("decrement.lua")}}
-	}
-	if files == nil {
-		files = []locks.File{} // none: the lesson is the sale's read-check-write itself
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"version": v, "files": files})
+	writeJSON(w, http.StatusOK, l)
 }
 
 func (l *Lab) list(w http.ResponseWriter, _ *http.Request) {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 	"github.com/locklab/locklab/internal/lab"
 	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/redistest"
+	"github.com/locklab/locklab/internal/scenario"
 	"github.com/locklab/locklab/internal/servicetest"
 )
 
@@ -84,7 +86,7 @@ func TestSettingsAreValidated(t *testing.T) {
 		`{"locks":["v6"],"requests":10,"concurrency":1,"stock":5,"nemesis":true,"seconds":2}`:            "the nemesis for 2 s",
 		`{"locks":["v6"],"requests":10,"concurrency":1,"stock":5,"nemesis":true,"seconds":121}`:          "want 5-120 s",
 		`{"locks":["v6","v7","v8"],"requests":1,"concurrency":1,"stock":5,"nemesis":true,"seconds":100}`: "9000 requests",
-		`{"locks":["v6"],"requests":10,"concurrency":1,"stock":5,"nemesis":true,"seconds":20}`:           "needs a cluster to fault: start the lab with make lab",
+		`{"locks":["v6"],"requests":10,"concurrency":1,"stock":5,"nemesis":true,"seconds":20}`:           "the nemesis needs a cluster to fault, and this lab has no local cluster to fault",
 		`{"locks":["v6","db"],"requests":10,"concurrency":1,"stock":5}`:                                  "db: the replicas have no database (-db)",
 		`{"locks":["zk","v6"],"requests":10,"concurrency":1,"stock":5}`:                                  "zk: the replicas have no ZooKeeper ensemble (-zk)",
 		// Every sale would be refused (400), the old lab ran it: sold 0, "ok".
@@ -419,9 +421,12 @@ func TestCellsAreValidated(t *testing.T) {
 	}
 }
 
-// Each version's lesson shows its code as the service runs it: the lock
-// package's Go code first, then its scripts; the sale's script for atomic;
-// nothing for none; 404 for a version that does not exist.
+// Each version's lesson shows its code as the service runs it: the lines
+// marked as its acquire and release, as a diff against the version before
+// (v4 against v3: the two lines the tutorial changes), and the whole files,
+// the lock package's Go code first, then its scripts; the sale's script for
+// atomic, its read-check-write for none; 404 for a version that does not
+// exist.
 func TestLessonCode(t *testing.T) {
 	u := start(t, lab.Config{})
 	for _, c := range []struct {
@@ -431,6 +436,7 @@ func TestLessonCode(t *testing.T) {
 		{"v4", "internal/locks/v3_setnx/setnx.go", "internal/locks/v3_setnx/try.lua"},
 		{"redlock", "internal/locks/redlock/redlock.go", ""},
 		{"atomic", "internal/sale/decrement.lua", ""},
+		{"none", "internal/sale/sale.go", ""},
 	} {
 		status, reply := do(t, http.MethodGet, u+"/lab/api/code/"+c.version, "", nil)
 		files, _ := reply["files"].([]any)
@@ -449,10 +455,138 @@ func TestLessonCode(t *testing.T) {
 			t.Errorf("%s: files %v, want %s first and %q among them", c.version, paths, c.first, c.has)
 		}
 	}
-	if status, reply := do(t, http.MethodGet, u+"/lab/api/code/none", "", nil); status != http.StatusOK || len(reply["files"].([]any)) != 0 {
-		t.Errorf("none: %d %v, want no file", status, reply)
+	_, v4 := do(t, http.MethodGet, u+"/lab/api/code/v4", "", nil)
+	ops := map[string]int{}
+	for _, l := range v4["diff"].([]any) {
+		ops[l.(map[string]any)["op"].(string)]++
+	}
+	if v4["base"] != "v3" || ops["-"] != 2 || ops["+"] != 2 || ops["="] == 0 {
+		t.Errorf("v4's lesson: base %v, diff %v; want v3, 2 lines changed for 2, the rest the same", v4["base"], ops)
 	}
 	if status, reply := do(t, http.MethodGet, u+"/lab/api/code/v9", "", nil); status != http.StatusNotFound || reply["code"] != api.CodeUnknownLock {
 		t.Errorf("v9: %d %v, want 404 unknown_lock", status, reply)
+	}
+}
+
+// heldReplies serves h, holding each reply to a POST to path until release
+// is closed: the test decides that the live events reach it first.
+func heldReplies(h http.Handler, path string, release <-chan struct{}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.URL.Path != path {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		<-release
+		maps.Copy(w.Header(), rec.Header())
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	})
+}
+
+// next waits for the feed's first event of kind whose data has field
+// equal to want, and decodes it.
+func next(t *testing.T, feed <-chan event, kind, field, want string) map[string]any {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case e, ok := <-feed:
+			if !ok {
+				t.Fatalf("the feed ended before a %s event with %s %s", kind, field, want)
+			}
+			var m map[string]any
+			if e.kind != kind || json.Unmarshal([]byte(e.data), &m) != nil || m[field] != want {
+				continue
+			}
+			return m
+		case <-timeout:
+			t.Fatalf("no %s event with %s %s within 30 s", kind, field, want)
+		}
+	}
+}
+
+// The page follows the server's last word: a cell that fails at once (the
+// replicas run without their fault hooks) and a nemesis run that does,
+// each with its failure's event sent before the reply to the request
+// that started it. The reply still says "running", and carries a lower Rev
+// than the failure: the page keeps the higher, so a stale "running" cannot
+// stay. The failure says why in words, with the command, its record apart.
+func TestTheLastWordWins(t *testing.T) {
+	release := make(chan struct{})
+	sale := servicetest.Start(t, "r1") + "/sale"
+	noHooks := func(context.Context) (scenario.Env, error) {
+		return scenario.Env{}, fmt.Errorf("%w (make scenarios starts them so)", scenario.ErrNoFaultHooks)
+	}
+	l := lab.New(lab.Config{SaleURL: sale, Replicas: []string{"r1"}, Tick: 20 * time.Millisecond, Cells: noHooks})
+	mux := http.NewServeMux()
+	mux.Handle("/lab/api/cells", heldReplies(l.Handler(), "/lab/api/cells", release))
+	mux.Handle("/lab/api/runs", heldReplies(l.Handler(), "/lab/api/runs", release))
+	mux.Handle("/", l.Handler())
+	ts := httptest.NewServer(mux)
+	t.Cleanup(func() { ts.Close(); l.Close() })
+	feed := stream(t, ts.URL)
+
+	type reply struct {
+		status int
+		body   map[string]any
+	}
+	post := func(path, body string) <-chan reply {
+		out := make(chan reply, 1)
+		go func() {
+			res, err := http.Post(ts.URL+path, "application/json", strings.NewReader(body))
+			if err != nil {
+				out <- reply{}
+				return
+			}
+			defer res.Body.Close()
+			var m map[string]any
+			_ = json.NewDecoder(res.Body).Decode(&m)
+			out <- reply{res.StatusCode, m}
+		}()
+		return out
+	}
+	cellReply := post("/lab/api/cells", `{"scenario":"slow-holder","lock":"v6"}`)
+	failed := next(t, feed, "cell", "status", "failed")
+	runReply := post("/lab/api/runs", `{"locks":["v6"],"requests":10,"concurrency":1,"stock":5,"nemesis":true,"seconds":5}`)
+	ended := next(t, feed, "end", "status", "failed")
+	close(release) // only now the replies
+	cell, run := <-cellReply, <-runReply
+	if cell.status != http.StatusAccepted || cell.body["status"] != "running" || run.status != http.StatusAccepted || run.body["status"] != "running" {
+		t.Fatalf("the replies: cell %d %v, run %d %v; want 202 running, each", cell.status, cell.body, run.status, run.body)
+	}
+	if cell.body["rev"].(float64) >= failed["rev"].(float64) || run.body["rev"].(float64) >= ended["rev"].(float64) {
+		t.Errorf("revs: the cell's reply %v, its failure %v; the run's reply %v, its end %v: each reply must be older",
+			cell.body["rev"], failed["rev"], run.body["rev"], ended["rev"])
+	}
+	want := "Could not run: the replicas run without their fault hooks (make up starts them so), start make lab."
+	if failed["why"] != want || !strings.Contains(failed["error"].(string), "-chaos") {
+		t.Errorf("the failed cell says %q (record %q); want %q, the record apart", failed["why"], failed["error"], want)
+	}
+	// What the lab says now is the failure, as the page shows it.
+	if _, now := do(t, http.MethodGet, ts.URL+"/lab/api/cells/slow-holder/v6", "", nil); now["status"] != "failed" || now["rev"] != failed["rev"] {
+		t.Errorf("the cell now: %v, want the failure", now)
+	}
+}
+
+// On replicas that say their fault hooks are off (make up's), no cell is
+// offered: the matrix says why and names make lab, and a cell asked for
+// anyway is refused (503) with the same words, never started to fail.
+func TestNoCellsWithoutFaultHooks(t *testing.T) {
+	sale := servicetest.StartWith(t, "r1", map[string]string{"chaos": "false"}) + "/sale"
+	u := start(t, lab.Config{SaleURL: sale, Replicas: []string{"r1"},
+		Cells: func(context.Context) (scenario.Env, error) { t.Error("a cell was started"); return scenario.Env{}, nil }})
+	var m map[string]any
+	locktest.WaitFor(t, 10*time.Second, "the matrix to say the cells cannot run", func() bool {
+		_, m = do(t, http.MethodGet, u+"/lab/api/scenarios", "", nil)
+		return m["available"] == false
+	})
+	if m["why"] != "the replicas run without their fault hooks (make up starts them so)" || m["command"] != "make lab" {
+		t.Errorf("the matrix says %q, command %q", m["why"], m["command"])
+	}
+	status, reply := do(t, http.MethodPost, u+"/lab/api/cells", `{"scenario":"slow-holder","lock":"v6"}`, nil)
+	if status != http.StatusServiceUnavailable || !strings.HasPrefix(reply["error"].(string), "Could not run: the replicas run without their fault hooks") || !strings.HasSuffix(reply["error"].(string), "start make lab.") {
+		t.Errorf("a cell asked for: %d %v", status, reply)
 	}
 }

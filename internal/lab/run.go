@@ -130,6 +130,7 @@ type run struct {
 	ID       string
 	settings Settings
 	started  time.Time
+	rev      *atomic.Int64 // the lab's: stamps each summary (summary.Rev)
 
 	mu      sync.Mutex
 	ended   time.Time
@@ -158,6 +159,10 @@ type summary struct {
 	Current  string            `json:"current,omitempty"`
 	Counts   []Counts          `json:"counts"`
 	Results  []loadtest.Result `json:"results"`
+	// Rev orders what the lab says of its runs and cells (CellResult.Rev):
+	// a summary taken later has a higher one, so the page keeps the
+	// highest, whatever order a reply and the events reach it in.
+	Rev int64 `json:"rev"`
 }
 
 // evidence is a whole run: its summary and every hold.
@@ -170,7 +175,7 @@ func (r *run) summary() summary {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return summary{ID: r.ID, Settings: r.settings, Started: r.started, Ended: r.ended, Status: r.status, Error: r.err, Fixes: r.fixes, Faults: r.faults,
-		Current: r.current, Counts: slices.Clone(r.counts), Results: slices.Clone(r.results)}
+		Current: r.current, Counts: slices.Clone(r.counts), Results: slices.Clone(r.results), Rev: r.rev.Add(1)}
 }
 
 func (r *run) snapshot() evidence {
@@ -209,8 +214,8 @@ func (l *Lab) start(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, api.CodeBadRequest, err.Error())
 		return
 	}
-	if s.Nemesis && l.cfg.Cells == nil {
-		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "the nemesis needs a cluster to fault: start the lab with make lab")
+	if why := l.faultless(); s.Nemesis && why != "" {
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "the nemesis needs a cluster to fault, and "+why+": start it with make lab")
 		return
 	}
 	if slices.ContainsFunc(s.Locks, func(l string) bool { return versions.Needs(l) != "" }) {
@@ -220,7 +225,7 @@ func (l *Lab) start(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 	}
-	r := &run{ID: history.RunID(), settings: s, started: time.Now(), status: "running"}
+	r := &run{ID: history.RunID(), settings: s, started: time.Now(), status: "running", rev: &l.rev}
 	ctx, done, ok := l.claim(w, "run", r.ID)
 	if !ok {
 		return

@@ -7,6 +7,7 @@
 -- decimal form of a 64-bit integer, exactly what Redis's DECR and the Go side
 -- (sale.ParseStock) accept. Lua's tonumber is not used: it takes " 5", "1e3"
 -- and "0x10", and it reads numbers as doubles.
+-- lesson:begin atomic
 local v = redis.call('GET', KEYS[1])
 if not v then
   return -2
@@ -38,3 +39,4 @@ if n < 9007199254740992 then
   return n
 end
 return redis.call('GET', KEYS[1])
+-- lesson:end

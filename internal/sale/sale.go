@@ -389,6 +389,7 @@ func (s *Service) fence(ctx context.Context, m Method, l lease.Lease, owner stri
 // before the write. With fencing, the read and the write are both the fenced
 // script: refused once a newer holder has touched the stock.
 func (s *Service) readCheckWrite(ctx context.Context, l lease.Lease, f *fencing, tr *Trace) (Result, error) {
+	// lesson:begin none
 	n, err := s.read(ctx, f)
 	tr.Refused = errors.Is(err, ErrFenced)
 	if err != nil {
@@ -403,6 +404,7 @@ func (s *Service) readCheckWrite(ctx context.Context, l lease.Lease, f *fencing,
 		return Result{}, ErrSoldOut
 	}
 	step.Done(ctx, fmt.Sprintf("yes: write %d", n-1))
+	// lesson:end
 	work := s.work
 	if hold := chaos.From(ctx).Hold; hold > 0 {
 		work = hold // a slow holder, on request (-chaos)
@@ -424,7 +426,9 @@ func (s *Service) readCheckWrite(ctx context.Context, l lease.Lease, f *fencing,
 		return Result{}, ErrLeaseLost
 	}
 	chaos.BeforeWrite(ctx) // after the last check: a pause here goes unnoticed
+	// lesson:begin none
 	err = s.write(ctx, n-1, f)
+	// lesson:end
 	tr.Refused = errors.Is(err, ErrFenced)
 	if err != nil {
 		return Result{}, err
@@ -491,6 +495,13 @@ var fencedScript = redis.NewScript(fencedSrc)
 var decrementSrc string
 
 var decrementScript = redis.NewScript(decrementSrc)
+
+//go:embed sale.go
+var saleSrc string
+
+// Source is this file as the service is built from it: the lab's lesson
+// for no lock is its read-check-write, marked here (lesson:begin none).
+func Source() string { return saleSrc }
 
 // Script returns the sale's own Lua script of that file name ("" when there
 // is none), as it runs: the lab shows it beside its lesson.

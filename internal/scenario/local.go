@@ -16,6 +16,10 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// ErrNoFaultHooks is an Env asked of replicas whose /healthz says their
+// fault hooks are off: no scenario can act on them.
+var ErrNoFaultHooks = errors.New("scenario: the replicas run without -chaos and -admin-token")
+
 // Local is the Env of the local cluster c, whose replicas reported h on
 // /healthz: its nginx, its first two replicas, its Redis nodes, their keys and
 // lease. The caller closes it (Env.Close).
@@ -25,7 +29,7 @@ func Local(c *cluster.Cluster, h api.Health, adminToken string) (Env, error) {
 		return Env{}, fmt.Errorf("scenario: the local cluster has %d replica(s); the scenarios need two", len(s.Replicas))
 	}
 	if h.Settings["chaos"] != "true" {
-		return Env{}, errors.New("scenario: the replicas run without -chaos and -admin-token (make scenarios starts them so)")
+		return Env{}, fmt.Errorf("%w (make scenarios starts them so)", ErrNoFaultHooks)
 	}
 	ttl, acquire, err := deadlines(h)
 	if err != nil {

@@ -7,6 +7,7 @@ package servicetest
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -26,6 +27,15 @@ import (
 // cleanup.
 func Start(tb testing.TB, name string) string {
 	tb.Helper()
+	return StartWith(tb, name, nil)
+}
+
+// StartWith is Start with more settings reported on /healthz, as a replica
+// started otherwise reports them (chaos "false": make up's replicas).
+func StartWith(tb testing.TB, name string, settings map[string]string) string {
+	tb.Helper()
+	reported := map[string]string{"lock": "v1", "db": "false", "zk": "false"} // no database, no ZooKeeper, as the Compose stack
+	maps.Copy(reported, settings)
 	srv := redistest.Start(tb)
 	poll := versions.Variant{Wait: "poll"}
 	all := versions.BuildAll(versions.Deps{Redis: srv.Client(), Redlock: []redis.UniversalClient{srv.Client()},
@@ -34,7 +44,7 @@ func Start(tb testing.TB, name string) string {
 	h := server.New(server.Config{Seller: svc, Versions: all, Default: poll, Names: versions.Names(),
 		Lock: "v1", Override: true, Replica: name, Log: slog.New(slog.DiscardHandler),
 		Ready: func(context.Context) error { return nil }, History: history.NewRing(10000),
-		Settings: map[string]string{"lock": "v1", "db": "false", "zk": "false"}}) // no database, no ZooKeeper, as the Compose stack
+		Settings: reported})
 
 	mux := http.NewServeMux()
 	mux.Handle("/replica/"+name+"/", http.StripPrefix("/replica/"+name, h))

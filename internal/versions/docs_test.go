@@ -59,7 +59,7 @@ func eachVersion() string {
 		pkg := locks.Packages[v.Name]
 		switch {
 		case v.Name == "atomic":
-			fmt.Fprintf(&b, "No lock: the sale is one script, `internal/sale/decrement.lua`:\n\n```lua\n%s```\n\n", sale.Script("decrement.lua"))
+			fmt.Fprintf(&b, "No lock: the sale is one script, `internal/sale/decrement.lua`:\n\n```lua\n%s```\n\n", locks.Unmarked(sale.Script("decrement.lua")))
 		case pkg == "":
 			b.WriteString("No lock package: the sale's own read-check-write (`internal/sale`).\n\n")
 		case shown[pkg] != "":

@@ -88,10 +88,15 @@ type Version struct {
 // Lesson reproduces a version's flaw: a scenario cell (Scenario, for this
 // version), and the cell that shows the fix when one does (Fix); or, with
 // no scenario, a load run of the versions in Run.
+//
+// Base is the version whose code this one's lesson is shown against: the
+// lab shows the lines marked for this version (package lesson) as a diff
+// against the lines marked for Base; empty: shown whole, a new family.
 type Lesson struct {
 	Scenario string   `json:"scenario,omitempty"`
 	Fix      string   `json:"fix,omitempty"`
 	Run      []string `json:"run,omitempty"`
+	Base     string   `json:"base,omitempty"`
 }
 
 // All lists every version in the tutorial's order, read from versions.json:

@@ -43,6 +43,7 @@ async function init() {
   }
   for (const w of state.config.waits) $("#wait").append(el("option", { value: w, text: w }));
   $("#token-field").hidden = !state.config.token_required;
+  $("#nemesis-field").dataset.title = $("#nemesis-field").title;
   $("#form").addEventListener("submit", start);
   // The nemesis sets the load itself (a steady rate for its duration, the
   // stock to match): the fields it overrides are greyed out while it is on.
@@ -94,11 +95,7 @@ async function loadMatrix() {
       b.addEventListener("click", () => runCell(s.name, l));
       return el("td", { "data-cell": s.name + "/" + l }, el("span", { className: "expect", text: s.expect[l] }), el("span", { className: "observed" }), b);
     }))));
-  if (!m.available) {
-    $("#faults-hint").append(el("b", { text: " This lab has no cluster to fault: start it with make lab." }));
-    for (const f of document.querySelectorAll("#nemesis-field input")) f.disabled = true;
-    $("#matrix-details").open = false; // what each version is expected to do, still there to read
-  }
+  if (cellsBlocked()) $("#matrix-details").open = false; // what each version is expected to do, still there to read
   buildChoose();
   touch("matrix");
 }
@@ -185,14 +182,15 @@ async function showLesson(i) {
   }
   if (l.scenario) {
     const flaw = el("button", { type: "button", className: "flaw", text: "Show the flaw: " + l.scenario });
+    flaw.dataset.cell = l.scenario + "/" + v.name;
     flaw.addEventListener("click", () => lessonCell(l.scenario, v.name));
     buttons.append(flaw);
     if (l.fix) {
       const fix = el("button", { type: "button", className: "fix", text: "Show the fix: " + l.fix });
+      fix.dataset.cell = l.fix + "/" + v.name;
       fix.addEventListener("click", () => lessonCell(l.fix, v.name));
       buttons.append(fix);
     }
-    if (state.matrix && !state.matrix.available) why.textContent = "The fault cells need the scenarios' cluster: make lab.";
   }
   buttons.append(why, el("span", { id: "lesson-error", role: "alert" }));
   const facts = el("dl", {}, el("dt", { text: "Adds" }), el("dd", { text: v.fixes }), el("dt", { text: "Still wrong" }), el("dd", { text: v.flaw }));
@@ -202,12 +200,61 @@ async function showLesson(i) {
   touch("matrix");
   try {
     state.code = state.code || {};
-    const files = state.code[v.name] || (state.code[v.name] = (await api("GET", "/lab/api/code/" + v.name)).files);
+    const lesson = state.code[v.name] || (state.code[v.name] = await api("GET", "/lab/api/code/" + v.name));
     if (state.lesson !== v.name) return;
-    code.replaceChildren(...(files.length ? files.map((f, j) => el("details", { open: j === 0 },
-      el("summary", { text: f.path + " (" + f.text.split("\n").length + " lines)" }), el("pre", {}, el("code", { text: f.text }))))
-      : [el("p", { className: "why", text: "No lock, so no code of its own: the sale's GET, check, SET is the whole story." })]));
-  } catch (err) { code.replaceChildren(el("p", { className: "why", text: "its code: " + err.message })); }
+    code.replaceChildren(...lessonCode(v.name, lesson));
+  } catch (err) { code.replaceChildren(el("p", { className: "why", text: "Its code could not be loaded: " + err.message })); }
+}
+
+// lessonCode draws a version's lesson code: the lines marked in its source
+// as what makes it what it is (its acquire and its release), as a diff
+// against the version it follows, each line with its place in its file;
+// the whole files one click away.
+function lessonCode(name, lesson) {
+  const removed = lesson.diff.filter((d) => d.op === "-").length, added = lesson.diff.filter((d) => d.op === "+").length;
+  const caption = !lesson.base
+    ? "The lines that make " + name + " what it is, as the service runs them: how it takes the lock and how it lets it go."
+    : removed + added === 0
+      ? "The same lines as " + lesson.base + "'s: what differs is how it is deployed or set up, not its code."
+      : "What " + name + " changes in " + lesson.base + "'s lines: " + plural(removed, "line") + " taken out (red), " + plural(added, "line") + " put in (green).";
+  const diff = el("pre", { className: "diff", "aria-label": caption });
+  let where = "";
+  for (const d of lesson.diff) {
+    if (d.path !== where) diff.append(el("span", { className: "file", text: (where = d.path) }));
+    const line = el("span", { className: "line", "data-op": d.op, title: d.path + ":" + d.line },
+      el("span", { className: "ln", text: String(d.line) }), el("span", { className: "op", text: d.op === "=" ? " " : d.op }), d.text);
+    diff.append(line);
+  }
+  const files = el("details", { className: "files" }, el("summary", { text: "The whole files (" + lesson.files.length + ")" }),
+    ...lesson.files.map((f) => el("details", {}, el("summary", { text: f.path + " (" + f.text.split("\n").length + " lines)" }),
+      el("pre", {}, el("code", { text: f.text })))));
+  return [el("p", { className: "why", text: caption }), diff, files];
+}
+
+function plural(n, what) { return n + " " + what + (n === 1 ? "" : "s"); }
+
+// cellsBlocked says why no fault cell can run on this stack ("": they
+// can): the lab has no cluster to fault, or the replicas say on /healthz
+// (the stack, live) that their fault hooks are off, as make up starts them.
+function cellsBlocked() {
+  const m = state.matrix;
+  if (!m) return "";
+  if (!m.available && m.why !== m.why_no_hooks) return m.why;
+  const replicas = state.stack.filter((n) => n.kind === "replica" && n.settings);
+  if (replicas.some((n) => n.settings.chaos === "false")) return m.why_no_hooks;
+  return replicas.length ? "" : m.why || "";
+}
+
+// blockedText is what a disabled fault button says: why, and the command.
+function blockedText(why) {
+  return "Could not run here: " + why + ". Start " + state.matrix.command + " for the fault cells.";
+}
+
+// withCommand is text with the lab's command in it set as code.
+function withCommand(text) {
+  const cmd = (state.matrix && state.matrix.command) || "make lab";
+  const parts = text.split(cmd);
+  return parts.flatMap((p, i) => (i ? [el("code", { text: cmd }), p] : [p]));
 }
 
 async function lessonRun(locks, wait = "") {
@@ -227,9 +274,22 @@ async function runCell(scenario, lock) {
   clearError();
   try {
     const c = await api("POST", "/lab/api/cells", { scenario, lock });
-    state.cells[scenario + "/" + lock] = c;
-    showCell(c);
+    if (keepCell(c)) showCell(c);
+    else showCell(state.cells[scenario + "/" + lock]); // it ended before this reply came
   } catch (err) { showError(err); }
+}
+
+// newer says whether b is what the lab said after a (or a is unknown):
+// the lab stamps each state of a run or cell with a rising rev, and the
+// page keeps the latest, whatever order a reply and the events came in.
+function newer(a, b) { return !a || (b.rev || 0) >= (a.rev || 0); }
+
+// keepCell keeps c as its cell's state unless the page knows a later one.
+function keepCell(c) {
+  const k = c.scenario + "/" + c.lock;
+  if (!newer(state.cells[k], c)) return false;
+  state.cells[k] = c;
+  return true;
 }
 
 // showCell puts a cell's sales and fault marks on the live timeline.
@@ -278,6 +338,11 @@ async function openRun(file) {
 // adopt makes run (a summary or a whole run) the one the live panel shows.
 function adopt(run) {
   const known = state.runs.find((r) => r.id === run.id);
+  if (known && !newer(known, run)) { // a stale state (a reply after the end): the later one stays
+    state.current = known;
+    touch();
+    return known;
+  }
   const r = known || { holds: [] };
   Object.assign(r, run, { holds: run.holds || r.holds || [] });
   if (!known) state.runs.push(r);
@@ -296,7 +361,7 @@ function listen() {
     else if (!state.current && state.runs.length) state.current = state.runs[state.runs.length - 1];
     touch();
   });
-  es.addEventListener("stack", (e) => { state.stack = JSON.parse(e.data); touch("stack"); });
+  es.addEventListener("stack", (e) => { state.stack = JSON.parse(e.data); touch("stack", "matrix"); });
   es.addEventListener("progress", (e) => {
     const p = JSON.parse(e.data);
     const r = runById(p.run);
@@ -325,8 +390,7 @@ function listen() {
   es.addEventListener("end", (e) => { adopt(JSON.parse(e.data)); });
   es.addEventListener("cell", (e) => {
     const c = JSON.parse(e.data);
-    if (!state.cells) return;
-    state.cells[c.scenario + "/" + c.lock] = c;
+    if (!state.cells || !keepCell(c)) return;
     if (!state.current || state.current.cell || c.status === "running") showCell(c);
     touch("run", "matrix");
   });
@@ -334,7 +398,8 @@ function listen() {
 
 function adoptQuiet(run) {
   const known = state.runs.find((r) => r.id === run.id);
-  if (known) Object.assign(known, run, { holds: known.holds });
+  if (known && newer(known, run)) Object.assign(known, run, { holds: known.holds });
+  else if (known) return;
   else state.runs.push(Object.assign({ holds: [] }, run));
 }
 
@@ -374,7 +439,7 @@ function drawRun() {
   $("#start").disabled = running;
   $("#stop").disabled = !running;
   const nemesis = r && r.settings && r.settings.nemesis ? " · nemesis seed " + r.settings.seed + ", " + (r.faults ? r.faults.length + " faults" : "drawing its faults") : "";
-  $("#run-status").textContent = r ? "· run " + r.id + " · " + r.status + (r.current ? " · " + r.current : "") + nemesis + (r.error ? " · " + r.error : "") : "";
+  $("#run-status").textContent = r ? "· run " + r.id + " · " + r.status + (r.current ? " · " + r.current : "") + nemesis + (r.error && !r.cell ? " · it stopped on an error (its record is below)" : "") : "";
   const stock = r && r.settings ? r.settings.stock : 0;
   $("#gauges").replaceChildren(...((r && r.counts) || []).map((c) => {
     const left = c.remaining >= 0 ? c.remaining : stock;
@@ -393,9 +458,33 @@ function drawRun() {
     el("b", { text: "Not undone: " + f.node + " left " + f.left + ". " }), "Its undo failed: " + f.why + ". ",
     ...(f.how ? ["Fix it by hand: ", el("code", { text: f.how })] : []))));
   $("#verdicts").replaceChildren(...((r && r.results) || []).map(verdict),
-    ...(cell && cell.status !== "running" ? [el("div", { className: "verdict", "data-word": cell.ok ? "ok" : "violated", "data-cell": cell.scenario + "/" + cell.lock },
-      el("span", { className: "word", text: cell.ok ? "as expected" : "differs" }),
-      el("b", { text: cell.scenario + " · " + cell.lock + ": " }), cell.error || ("observed " + cell.observed + " (expected " + cell.expected + "); " + cell.detail))] : []));
+    ...(cell && cell.status !== "running" ? [cellVerdict(cell)] : []),
+    ...(r && r.error && !cell ? [record("Why the run stopped: its record", r.error)] : []));
+}
+
+// record is the raw record behind a sentence, one click away.
+function record(title, text) {
+  return el("details", { className: "record" }, el("summary", { text: title }), el("pre", { text }));
+}
+
+// cellOutcome is a cell's outcome in a word: running, could not run (it
+// never started its fault), did not finish, as expected or not as expected.
+function cellOutcome(c) {
+  if (c.status === "running") return "running";
+  if (c.status === "failed") return (c.why || "").startsWith("Could not run") ? "could not run" : "did not finish";
+  return c.ok ? "as expected" : "not as expected";
+}
+
+// cellVerdict says in a sentence what a cell showed; what the scenario
+// recorded (and, when it failed, the error) is one click away.
+function cellVerdict(c) {
+  const outcome = cellOutcome(c);
+  const sentence = c.status === "failed" ? c.why || "It did not finish."
+    : c.ok ? "Under " + c.scenario + ", " + c.lock + " did what it is expected to do: " + c.observed + "."
+      : "Under " + c.scenario + ", " + c.lock + " did not do what it is expected to do: expected " + c.expected + ", seen " + c.observed + ".";
+  const rec = [c.detail, c.evidence, c.error].filter(Boolean).join("\n\n");
+  return el("div", { className: "verdict", "data-word": c.status === "failed" ? "not tested" : c.ok ? "ok" : "violated", "data-cell": c.scenario + "/" + c.lock },
+    el("span", { className: "word", text: outcome }), ...withCommand(sentence), rec ? record("What it recorded", rec) : null);
 }
 
 // word is a result's verdict: "violated" when something is wrong in it (a
@@ -542,9 +631,18 @@ function showTip(hit, px, py) {
 
 function drawMatrix() {
   const busy = state.current && state.current.status === "running";
+  const blocked = cellsBlocked();
+  const says = blocked ? blockedText(blocked) : "";
   for (const b of document.querySelectorAll("#lesson .buttons button")) {
-    b.disabled = busy || (!b.textContent.startsWith("Show it") && !(state.matrix && state.matrix.available));
+    const cell = Boolean(b.dataset.cell);
+    b.disabled = busy || (cell && Boolean(blocked));
+    b.title = cell ? says : "";
   }
+  const why = $("#lesson .buttons .why");
+  if (why) why.replaceChildren(...(document.querySelector("#lesson .buttons button[data-cell]") && blocked ? withCommand(says) : []));
+  $("#faults-why").replaceChildren(...(blocked ? withCommand(says) : []));
+  for (const f of document.querySelectorAll("#nemesis-field input")) f.disabled = Boolean(blocked);
+  $("#nemesis-field").title = blocked ? "The nemesis faults the stack. " + says : $("#nemesis-field").dataset.title;
   if (!state.cells) return;
   $("#side-by-side").disabled = busy;
   for (const td of document.querySelectorAll("#choose td[data-cell]")) {
@@ -556,10 +654,12 @@ function drawMatrix() {
   for (const td of document.querySelectorAll("#matrix td[data-cell]")) {
     const c = state.cells[td.dataset.cell];
     const obs = td.querySelector(".observed");
-    obs.textContent = c ? (c.status === "running" ? "running..." : c.error ? "error: " + c.error : (c.ok ? "✓ " : "✗ ") + c.observed) : "";
+    obs.textContent = c ? (c.status === "done" ? (c.ok ? "✓ " : "✗ ") + c.observed : cellOutcome(c) + (c.status === "running" ? "..." : "")) : "";
     obs.dataset.ok = c && c.status === "done" ? String(c.ok) : "";
-    obs.title = c ? c.detail || c.error || "" : "";
-    td.querySelector("button").disabled = busy || !state.matrix.available;
+    obs.title = c ? (c.status === "failed" ? c.why : c.detail) || "" : "";
+    const b = td.querySelector("button");
+    b.disabled = busy || Boolean(blocked);
+    b.title = says;
   }
 }
 

@@ -11,9 +11,11 @@
 -- zone): sessions in two zones compare one clock, and a daylight-saving
 -- change neither expires every hold at once nor keeps a dead holder's an
 -- hour longer.
+-- lesson:begin db
 INSERT INTO locklab_locks (name, owner, expires_at, token)
 VALUES (?, ?, UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, LAST_INSERT_ID(1))
 ON DUPLICATE KEY UPDATE
   token      = IF(expires_at < UTC_TIMESTAMP(6), LAST_INSERT_ID(token + 1), token),
   owner      = IF(expires_at < UTC_TIMESTAMP(6), VALUES(owner), owner),
   expires_at = IF(expires_at < UTC_TIMESTAMP(6), VALUES(expires_at), expires_at)
+-- lesson:end

@@ -125,7 +125,9 @@ func Setup(ctx context.Context, db *sql.DB) error {
 // TryAcquire makes one attempt: the lock for owner, or lease.ErrTaken when
 // another holds it, or the database's error.
 func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, error) {
+	// lesson:begin db
 	res, err := l.db.ExecContext(ctx, acquireSQL, l.opts.Key, owner, l.opts.TTL.Microseconds())
+	// lesson:end
 	if noTable(err) { // a fresh database: make the table, then try again
 		if err = Setup(ctx, l.db); err == nil {
 			res, err = l.db.ExecContext(ctx, acquireSQL, l.opts.Key, owner, l.opts.TTL.Microseconds())
@@ -182,7 +184,9 @@ func noTable(err error) bool {
 // or not another took it over since, the lease was lost while its holder
 // still counted on it).
 func (l *Locker) release(ctx context.Context, owner string) error {
+	// lesson:begin db
 	return releaseRow(ctx, l.db, "db", releaseSQL, l.opts.Key, owner)
+	// lesson:end
 }
 
 // releaseRow runs stmt, an owner-checked release of key's lock named by

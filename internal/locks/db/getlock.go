@@ -155,7 +155,9 @@ func (g *GetLock) acquire(ctx context.Context, timeout time.Duration) (lease.Lea
 		return nil, g.failed(ctx, "read its connection's id", err)
 	}
 	var got sql.NullInt64
+	// lesson:begin db-getlock
 	err = conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", g.name, timeout.Seconds()).Scan(&got)
+	// lesson:end
 	switch {
 	case err != nil:
 		// Given up (ctx), or the connection failed: the server may still
@@ -212,7 +214,9 @@ func (g *GetLock) held(ctx context.Context, conn *sql.Conn, id int64) (lease.Lea
 		default:
 		}
 		var r sql.NullInt64
+		// lesson:begin db-getlock
 		err := conn.QueryRowContext(ctx, "SELECT RELEASE_LOCK(?)", g.name).Scan(&r)
+		// lesson:end
 		switch {
 		case err != nil:
 			// Never back to the pool holding the lock: the server frees it

@@ -49,7 +49,9 @@ func NewSeed(db Execer, opts Options) *Seed {
 // TryAcquire inserts the lock's row for owner, or answers lease.ErrTaken
 // when it is there.
 func (s *Seed) TryAcquire(ctx context.Context, owner string) (lease.Lease, error) {
+	// lesson:begin db-seed
 	_, err := s.db.ExecContext(ctx, seedAcquireSQL, s.opts.Key, owner, s.opts.TTL.Microseconds())
+	// lesson:end
 	if noTable(err) {
 		if _, err = s.db.ExecContext(ctx, seedSchema); err == nil {
 			_, err = s.db.ExecContext(ctx, seedAcquireSQL, s.opts.Key, owner, s.opts.TTL.Microseconds())
@@ -72,5 +74,7 @@ func (s *Seed) TryAcquire(ctx context.Context, owner string) (lease.Lease, error
 
 // release deletes the row if owner holds it.
 func (s *Seed) release(ctx context.Context, owner string) error {
+	// lesson:begin db-seed
 	return releaseRow(ctx, s.db, "db-seed", seedReleaseSQL, s.opts.Key, owner)
+	// lesson:end
 }

@@ -144,6 +144,7 @@ func (l *Locker) acquire(ctx context.Context, lock func(*concurrency.Mutex) erro
 	// deadline (for as long as the sale runs) but not the release.
 	sent := time.Now()
 	gctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	// lesson:begin etcd
 	granted, err := l.cli.Grant(gctx, int64(l.ttl))
 	cancel()
 	if err != nil {
@@ -167,6 +168,7 @@ func (l *Locker) acquire(ctx context.Context, lock func(*concurrency.Mutex) erro
 		}
 		return nil, l.failed(ctx, "lock", err)
 	}
+	// lesson:end
 	var token int64
 	if l.fence {
 		if token, err = l.createRevision(ctx, m); err != nil {
@@ -266,6 +268,7 @@ func (l *Locker) createRevision(ctx context.Context, m *concurrency.Mutex) (int6
 // release deletes the holder's key if it is still the one this hold created
 // (its lease may have expired and the key gone): lease.ErrNotHeld otherwise.
 func (l *Locker) release(ctx context.Context, m *concurrency.Mutex) error {
+	// lesson:begin etcd
 	resp, err := l.cli.Txn(ctx).If(m.IsOwner()).Then(clientv3.OpDelete(m.Key())).Commit()
 	if err != nil {
 		return fmt.Errorf("etcd: release %s: %w", l.prefix, err)
@@ -274,6 +277,7 @@ func (l *Locker) release(ctx context.Context, m *concurrency.Mutex) error {
 		return fmt.Errorf("etcd: release %s: %w", l.prefix, lease.ErrNotHeld)
 	}
 	return nil
+	// lesson:end
 }
 
 // closeSession stops keeping the session's lease alive and revokes it, best

@@ -58,8 +58,10 @@ func New(rdb redislock.RedisClient, opts Options) *Locker {
 // owner goes in the lock's metadata; the library's own random token is what
 // its release checks.
 func (l *Locker) Acquire(ctx context.Context, owner string) (lease.Lease, error) {
+	// lesson:begin redislock
 	lock, err := l.c.Obtain(ctx, l.opts.Key, l.opts.TTL, &redislock.Options{
 		RetryStrategy: redislock.LinearBackoff(l.opts.Retry), Metadata: owner})
+	// lesson:end
 	switch {
 	case err == nil:
 	case notObtained(err) && ctx.Err() != nil: // taken until the caller's deadline, or it went away
@@ -71,7 +73,9 @@ func (l *Locker) Acquire(ctx context.Context, owner string) (lease.Lease, error)
 		return nil, fmt.Errorf("redislock: obtain %s: %w", l.opts.Key, err)
 	}
 	release := func(ctx context.Context) error {
+		// lesson:begin redislock
 		err := lock.Release(ctx)
+		// lesson:end
 		if errors.Is(err, redislock.ErrLockNotHeld) {
 			return fmt.Errorf("redislock: release %s: %w", l.opts.Key, lease.ErrNotHeld)
 		}

@@ -112,6 +112,7 @@ func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, err
 	if d := chaos.From(ctx).Lease; d > 0 {
 		ttl = d // this request's lease (a fault hook: -chaos and the admin token)
 	}
+	// lesson:begin redlock
 	m := l.rs.NewMutex(l.opts.Key,
 		redsync.WithExpiry(ttl),
 		redsync.WithGenValueFunc(func() (string, error) { return owner, nil }),
@@ -123,6 +124,7 @@ func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, err
 		}
 		return nil, lease.ErrTaken // taken, or a minority down: try again
 	}
+	// lesson:end
 	// The lease's validity, as Redlock counts it (redsync's Until, and a
 	// little sooner): from the sending of the first request, less the drift.
 	// Lost closes then, by a timer: nothing renews a Redlock here.
@@ -142,7 +144,9 @@ func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, err
 }
 
 func (l *Locker) release(ctx context.Context, m *redsync.Mutex) error {
+	// lesson:begin redlock
 	ok, err := m.UnlockContext(ctx)
+	// lesson:end
 	switch {
 	case ok:
 		return nil

@@ -125,8 +125,10 @@ func (l *Locker) dial(done chan struct{}) {
 		co.InitAddress, co.Sentinel = l.opts.Sentinels, rueidis.SentinelOption{MasterSet: l.opts.Master, Password: l.opts.Password,
 			TopologyRefreshInterval: 5 * time.Second}
 	}
+	// lesson:begin rueidislock rueidislock-1
 	lk, err := rueidislock.NewLocker(rueidislock.LockerOption{ClientOption: co, KeyPrefix: KeyPrefix, KeyValidity: l.opts.TTL,
 		KeyMajority: l.opts.Majority})
+	// lesson:end
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	defer close(done)
@@ -173,7 +175,9 @@ func (l *Locker) Acquire(ctx context.Context, _ string) (lease.Lease, error) {
 			stop()
 		}
 	})
+	// lesson:begin rueidislock rueidislock-1
 	lctx, cancel, err := lk.WithContext(wctx, l.opts.Key)
+	// lesson:end
 	mu.Lock()
 	held = err == nil
 	mu.Unlock()
@@ -188,7 +192,9 @@ func (l *Locker) Acquire(ctx context.Context, _ string) (lease.Lease, error) {
 	release := func(context.Context) error {
 		defer stop()
 		lost := lctx.Err() != nil
+		// lesson:begin rueidislock rueidislock-1
 		cancel() // the library deletes the keys it holds before it returns
+		// lesson:end
 		if lost {
 			return fmt.Errorf("rueidislock: release %s: %w", l.opts.Key, lease.ErrNotHeld)
 		}

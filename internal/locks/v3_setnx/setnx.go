@@ -85,7 +85,23 @@ func (l *Locker) Key() string { return l.opts.Key }
 // TryAcquire makes one SET key owner NX [PX ttl] attempt: a lease, or
 // lease.ErrTaken when another owner holds the lock.
 func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, error) {
-	ok, token, err := fence.SetNX(ctx, l.rdb, l.opts.Key, owner, l.opts.TTL, l.opts.Fence)
+	var ok bool
+	var token int64
+	var err error
+	switch {
+	case l.opts.Fence: // the lock and its token in one step (package fence)
+		ok, token, err = fence.SetNX(ctx, l.rdb, l.opts.Key, owner, l.opts.TTL, true)
+	case l.opts.TTL == 0:
+		// lesson:begin v3
+		// SETNX key owner: no expiry, so a holder that dies holds it forever.
+		ok, err = l.rdb.SetNX(ctx, l.opts.Key, owner, 0).Result()
+		// lesson:end
+	default:
+		// lesson:begin v4 v5 v6
+		// SET key owner PX ttl NX: the lock and its expiry in one command.
+		ok, err = l.rdb.SetNX(ctx, l.opts.Key, owner, l.opts.TTL).Result()
+		// lesson:end
+	}
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("setnx: acquire %s: %w", l.opts.Key, abandon.After(ctx, l.rdb, l.opts.Key, owner, err))
@@ -155,6 +171,7 @@ func (l *Locker) HandOver(ctx context.Context, owner string, checked bool) error
 
 func (l *Locker) release(ctx context.Context, owner string) error {
 	if l.opts.OwnerCheck {
+		// lesson:begin v5
 		v, err := l.rdb.Get(ctx, l.opts.Key).Result()
 		if errors.Is(err, redis.Nil) || (err == nil && v != owner) {
 			return fmt.Errorf("setnx: release %s: %w", l.opts.Key, lease.ErrNotHeld)
@@ -166,10 +183,12 @@ func (l *Locker) release(ctx context.Context, owner string) error {
 		// expire and another owner take the lock; this DEL then removes theirs.
 		// (The release-race scenario holds it open on purpose.)
 		chaos.BeforeDelete(ctx)
+		// lesson:end
 	}
 	if l.opts.Handoff {
 		return l.HandOver(ctx, owner, false)
 	}
+	// lesson:begin v3 v4 v5
 	n, err := l.rdb.Del(ctx, l.opts.Key).Result()
 	if err != nil {
 		return fmt.Errorf("setnx: release %s: %w", l.opts.Key, err)
@@ -178,4 +197,5 @@ func (l *Locker) release(ctx context.Context, owner string) error {
 		return fmt.Errorf("setnx: release %s: %w", l.opts.Key, lease.ErrNotHeld)
 	}
 	return nil
+	// lesson:end
 }

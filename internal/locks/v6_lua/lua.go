@@ -105,6 +105,7 @@ func (l *Locker) release(ctx context.Context, owner string) error {
 	if l.handoff {
 		return l.v4.HandOver(ctx, owner, true)
 	}
+	// lesson:begin v6
 	n, err := releaseScript.Run(ctx, l.rdb, []string{l.key}, owner).Int()
 	if err != nil {
 		return fmt.Errorf("lua: release %s: %w", l.key, err)
@@ -113,4 +114,5 @@ func (l *Locker) release(ctx context.Context, owner string) error {
 		return fmt.Errorf("lua: release %s: %w", l.key, lease.ErrNotHeld)
 	}
 	return nil
+	// lesson:end
 }

@@ -10,6 +10,7 @@
 --          first hold, the current one on a nested hold.
 -- Returns 0 when another owner holds the lock; otherwise 1, or with ARGV[3]
 -- the token (>= 1).
+-- lesson:begin v7 v8
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
   local holds = redis.call('HINCRBY', KEYS[1], ARGV[1], 1)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
@@ -23,3 +24,4 @@ if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], ARGV[1])
   return redis.call('INCR', KEYS[2])
 end
 return 0
+-- lesson:end

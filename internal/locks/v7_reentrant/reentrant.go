@@ -81,8 +81,10 @@ func (l *Locker) TTL() time.Duration { return l.opts.TTL }
 // lease.ErrTaken when another owner holds the lock. An owner that already
 // holds it gets another hold at once (with the same fencing token).
 func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, error) {
+	// lesson:begin v7 v8
 	n, err := acquireScript.Run(ctx, l.rdb, []string{l.opts.Key, fence.CounterKey(l.opts.Key)},
 		owner, l.opts.TTL.Milliseconds(), handoff.Flag(l.opts.Fence)).Int64()
+	// lesson:end
 	if err != nil {
 		err = abandon.After(ctx, l.rdb, l.opts.Key, owner, err)
 	}
@@ -144,8 +146,11 @@ func (l *Locker) release(ctx context.Context, owner string) error {
 			n, err = l.giver.Released(ctx, reply)
 		}
 	} else {
+		// lesson:begin v7 v8
 		n, err = releaseScript.Run(ctx, l.rdb, []string{l.opts.Key}, owner).Int64()
+		// lesson:end
 	}
+	// lesson:begin v7 v8
 	if err != nil {
 		return fmt.Errorf("reentrant: release %s: %w", l.opts.Key, err)
 	}
@@ -153,4 +158,5 @@ func (l *Locker) release(ctx context.Context, owner string) error {
 		return fmt.Errorf("reentrant: release %s: %w", l.opts.Key, lease.ErrNotHeld)
 	}
 	return nil
+	// lesson:end
 }

@@ -3,6 +3,7 @@
 -- ARGV[1]: the owner.
 -- Returns -1 when ARGV[1] holds nothing (the lease expired), 1 when this
 -- release freed the lock, 0 when the owner still has nested holds.
+-- lesson:begin v7 v8
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
   return -1
 end
@@ -11,3 +12,4 @@ if redis.call('HINCRBY', KEYS[1], ARGV[1], -1) > 0 then
 end
 redis.call('DEL', KEYS[1])
 return 1
+-- lesson:end

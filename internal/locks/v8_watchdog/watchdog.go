@@ -164,6 +164,7 @@ func (l *Locker) start(ctx context.Context, owner string, until time.Time) *dog 
 
 func (l *Locker) run(ctx context.Context, owner string, d *dog) {
 	defer close(d.done)
+	// lesson:begin v8
 	ttl := l.inner.TTL()
 	tick := time.NewTicker(ttl / 3)
 	defer tick.Stop()
@@ -196,4 +197,5 @@ func (l *Locker) run(ctx context.Context, owner string, d *dog) {
 			l.obs.Renewed()
 		}
 	}
+	// lesson:end
 }

@@ -117,6 +117,7 @@ func (l *Locker) attempt(ctx context.Context, owner string, wait bool) (lease.Le
 	if err != nil {
 		return nil, l.failed(ctx, "create a node", err)
 	}
+	// lesson:begin zk
 	for {
 		sent := time.Now()
 		children, err := call(ctx, func() ([]string, error) {
@@ -163,6 +164,7 @@ func (l *Locker) attempt(ctx context.Context, owner string, wait bool) (lease.Le
 			return nil, l.failed(ctx, "wait", ctx.Err())
 		}
 	}
+	// lesson:end
 }
 
 // create makes the attempt's node, named after its id (so that a create
@@ -181,7 +183,9 @@ func (l *Locker) create(ctx context.Context, id, owner string) (node string, ses
 	done := make(chan made, 1)
 	go func() {
 		session, ended := l.s.current()
+		// lesson:begin zk
 		node, err := l.s.conn.Create(prefix, []byte(owner), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		// lesson:end
 		if errors.Is(err, zk.ErrNoNode) { // the directory is missing
 			if err = l.makeDir(); err == nil {
 				session, ended = l.s.current()
@@ -321,7 +325,9 @@ func (l *Locker) keep(node string, session int64, ended <-chan struct{}, valid *
 // already (its session ended: the lock was lost). When the delete fails
 // otherwise, it is tried again in the background until the node is gone.
 func (l *Locker) release(ctx context.Context, node string, session int64) error {
+	// lesson:begin zk
 	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, l.s.conn.Delete(node, -1) })
+	// lesson:end
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
 		return fmt.Errorf("zk: release %s: %w", node, lease.ErrNotHeld)
