@@ -508,6 +508,7 @@ function verdict(res) {
   const w = word(res);
   const parts = [`sold ${res.sold}, stock ${res.stock_before} → ${res.stock_after}`, `oversold ${res.oversold}`,
     `failed ${res.failed || 0}`, `not served ${notServed(res)} of ${res.requests}`];
+  if (res.faults) parts.push(`${res.faults} of the nemesis's faults hit what it uses`); // only under the nemesis
   if (res.too_little) parts.push("tested too little: " + res.too_little);
   if (res.history_checked) parts.push(`two holders ${res.two_holders}`, `lost updates ${res.lost_updates}`);
   if (res.linearizability) parts.push("linearizable: " + res.linearizability);
