@@ -214,12 +214,13 @@ nemesis:
 	$(CLUSTER) down; \
 	exit $$status
 
-# The same, writing the observed matrix into docs/faults.md.
 # Each cell expected to hold, run again with its fix switched off (the
 # off= hook, the version before the fix): each must show its flaw. The same
 # two passes as make scenarios; the table goes to docs/evidence.md.
 mutations:
 	@$(MAKE) --no-print-directory scenarios SCENARIO=$(SCENARIO) SCENARIO_FLAGS="-mutate -doc $(CURDIR)/docs/evidence.md $(SCENARIO_FLAGS)"
+
+# The same as make scenarios, writing the observed matrix into docs/faults.md.
 
 scenarios-docs:
 	@$(MAKE) --no-print-directory scenarios SCENARIO=all SCENARIO_FLAGS="-doc $(CURDIR)/docs/faults.md"

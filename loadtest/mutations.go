@@ -27,6 +27,7 @@ const (
 	markNotTested = "NOT TESTED"
 	markNoSwitch  = "NO SWITCH"
 	markError     = "ERROR"
+	markDisagrees = "HISTORY DISAGREES"
 )
 
 // runMutations runs, for each chosen cell expected to hold, the same cell
@@ -67,6 +68,8 @@ func runMutations(ctx context.Context, o options, stdout, stderr io.Writer) int 
 					r.Mark, r.Detail = markError, err.Error()
 				case c.NotTested():
 					r.Mark, r.Observed, r.Detail = markNotTested, c.Observed, c.Detail
+				case c.Evidence != "": // what it observed, its history contradicts
+					r.Mark, r.Observed, r.Detail = markDisagrees, c.Observed, c.Detail+evidence(c)
 				case scenario.Shows(c):
 					r.Mark, r.Observed, r.Detail = markShown, c.Observed, c.Detail
 				default:

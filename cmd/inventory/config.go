@@ -134,7 +134,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.StringVar(&cfg.AdminToken, "admin-token", "", "bearer token required by PUT /stock, GET /history and the fault hooks (empty: open, allowed only on a loopback -bind or with -admin-open)")
 	fs.BoolVar(&cfg.Fence, "fence", false, "fencing tokens: v3-v8, redlock and etcd hand out a token per acquisition, and the stock refuses a write with an older token than the last it accepted")
 	fs.IntVar(&cfg.ReplicaAck, "replica-ack", 0, "the single-node locks (v3-v8) wait after each acquisition, and every sale after its stock write, until this many replicas of -redis acknowledge it (Redis WAIT, 500 ms at most): a lock not acknowledged is given up, a write not acknowledged answers 503 indeterminate, never sold, so a failover can lose neither a granted lock nor a confirmed sale; 0: no wait (Redis's asynchronous replication)")
-	fs.BoolVar(&cfg.Chaos, "chaos", false, "enable the fault hooks on /sale (hold, release_pause, nested) for the admin token; needs -admin-token")
+	fs.BoolVar(&cfg.Chaos, "chaos", false, "enable the fault hooks on /sale (hold, release_pause, nested, fence, stop_before_write, replica_ack, lease, off) for the admin token; needs -admin-token")
 	fs.StringVar(&cfg.Pprof, "pprof", "", "serve Go's profiler (net/http/pprof) on this address, e.g. localhost:6060 (empty: off); a separate listener, never behind nginx")
 	fs.IntVar(&cfg.History, "history", 5000, "sales each replica remembers for GET /history (admin), the checker's raw material; 0: none")
 	fs.StringVar(&cfg.Probe, "probe", "", "GET this URL, exit 0 on a 200 and 1 otherwise, and do nothing else (a container healthcheck with no curl)")

@@ -40,8 +40,9 @@ type Faults struct {
 	Off Off
 }
 
-// Off names the fixes a request switches off. Each keeps every request the
-// sale sends: only the check the fix makes is gone.
+// Off names the fixes a request switches off (make mutations): each takes
+// away what the fix does (a check, a wait, the lock's exclusion), and
+// nothing else the sale does.
 type Off struct {
 	// Fence: the stock compares the sale's token with no other holder's:
 	// each sale fences in a token domain of its own.

@@ -290,7 +290,10 @@ func (s *Service) acquire(ctx context.Context, m Method, owner string) (lease.Le
 func (s *Service) granted(ctx context.Context, m Method, owner string) lease.Lease {
 	got := make(chan lease.Lease, 1)
 	go func() {
-		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.acquireTimeout)
+		// Answered within half the release's own bound, so that the
+		// release always knows what it has to release: no lock is left
+		// to a goroutine after the sale (and into the next cell).
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(s.acquireTimeout, s.releaseTimeout/2))
 		defer cancel()
 		l, err := m.Lock.Acquire(actx, owner)
 		if err != nil {
