@@ -22,6 +22,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/procstate"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/locklab/locklab/internal/scenario"
 	"github.com/locklab/locklab/internal/versions"
@@ -439,27 +440,14 @@ func TestLab(t *testing.T) {
 
 // gone reports whether pid has exited (or is a zombie nobody reaped).
 func gone(pid int) bool {
-	state, ok := procState(pid)
-	return !ok || state == 'Z'
+	state, err := procstate.State(pid)
+	return err != nil || state == 'Z'
 }
 
-// stopped reports whether pid is stopped by a signal (SIGSTOP).
+// stopped reports whether every thread of pid is stopped by a signal (SIGSTOP).
 func stopped(pid int) bool {
-	state, ok := procState(pid)
-	return ok && state == 'T'
-}
-
-// procState is pid's state letter in /proc/PID/stat; false once it is gone.
-func procState(pid int) (byte, bool) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
-	}
-	_, rest, _ := strings.Cut(string(raw), ") ")
-	if rest == "" {
-		return 0, false
-	}
-	return rest[0], true
+	ok, err := procstate.Stopped(pid)
+	return err == nil && ok
 }
 
 // labCall sends one request to the lab's API, as a script would (no Origin),

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/procstate"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/redis/go-redis/v9"
 )
@@ -271,13 +272,16 @@ func (c *Cluster) Freeze(name string, frozen bool) error {
 		return err
 	}
 	if frozen {
-		return p.signal(syscall.SIGSTOP)
+		if err := p.signal(syscall.SIGSTOP); err != nil {
+			return err
+		}
+		return procstate.WaitStopped(p.Pid, 10*time.Second)
 	}
 	return p.signal(syscall.SIGCONT)
 }
 
-// Stopped reports whether the named process is stopped (SIGSTOP, by Freeze
-// or by itself).
+// Stopped reports whether the named process is stopped, every thread of it
+// (SIGSTOP, by Freeze or by itself).
 func (c *Cluster) Stopped(name string) (bool, error) {
 	p, err := c.proc(name)
 	if err != nil {
@@ -286,8 +290,7 @@ func (c *Cluster) Stopped(name string) (bool, error) {
 	if !p.alive() {
 		return false, fmt.Errorf("cluster: %s is not running", name)
 	}
-	state, err := procState(p.Pid)
-	return state == 'T', err
+	return procstate.Stopped(p.Pid)
 }
 
 // Kill kills the named process with SIGKILL, as a crash would (no release,

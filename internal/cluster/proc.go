@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/locklab/locklab/internal/procstate"
 )
 
 // envPrefix starts the service's own environment variables; passwordEnv
@@ -164,31 +166,8 @@ func waitGone(pid int, limit time.Duration) bool {
 
 // zombie reports whether pid has exited and awaits its parent's wait.
 func zombie(pid int) bool {
-	state, err := procState(pid)
+	state, err := procstate.State(pid)
 	return err == nil && state == 'Z'
-}
-
-// procState is pid's state letter (R, S, T stopped, Z zombie, ...): from
-// /proc where there is one, from ps elsewhere.
-func procState(pid int) (byte, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if errors.Is(err, os.ErrNotExist) {
-		raw, err = exec.Command("ps", "-o", "stat=", "-p", strconv.Itoa(pid)).Output()
-		if s := strings.TrimSpace(string(raw)); err == nil && s != "" {
-			return s[0], nil
-		}
-		return 0, fmt.Errorf("state of pid %d: %w", pid, err)
-	}
-	if err != nil {
-		return 0, err
-	}
-	// pid (comm) STATE ...: comm may hold spaces, so read after the last ')'.
-	s := string(raw)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return 0, fmt.Errorf("/proc/%d/stat: no state", pid)
-	}
-	return s[i+2], nil
 }
 
 // waitUntil polls ready, an observable state (a port, a PING), until it

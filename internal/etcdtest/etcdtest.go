@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/procstate"
 	"github.com/locklab/locklab/internal/redistest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -245,59 +246,14 @@ func (c *Cluster) Freeze(frozen bool) {
 		if frozen {
 			c.tb.Cleanup(func() { _ = proc.Signal(syscall.SIGCONT) })
 		}
-		if err := proc.Signal(sig); err != nil {
+		if frozen {
+			if err := procstate.Stop(proc.Pid, 10*time.Second); err != nil {
+				c.tb.Fatal(err)
+			}
+		} else if err := proc.Signal(sig); err != nil {
 			c.tb.Fatal(err)
 		}
-		if frozen {
-			waitStopped(c.tb, proc.Pid)
-		}
 	}
-}
-
-// waitStopped waits until every thread of the process pid is stopped. A
-// SIGSTOP is not done when kill returns: the kernel wakes one thread to take
-// it, which then stops the others; until they are, the member still reads
-// its sockets and can answer a request sent right after (seen in CI: the
-// token's read served by a "frozen" cluster on a busy machine).
-func waitStopped(tb testing.TB, pid int) {
-	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		running, err := runningThreads(pid)
-		if err == nil && running == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("etcd pid %d: %d threads still running %s after SIGSTOP (%v)", pid, running, 10*time.Second, err)
-		}
-		time.Sleep(time.Millisecond) // polling the observable state: the threads' states in /proc
-	}
-}
-
-// runningThreads counts the threads of pid not in the stopped state (T or
-// t in /proc/PID/task/TID/stat).
-func runningThreads(pid int) (int, error) {
-	dir := fmt.Sprintf("/proc/%d/task", pid)
-	tids, err := os.ReadDir(dir)
-	if err != nil {
-		return 0, err
-	}
-	running := 0
-	for _, tid := range tids {
-		stat, err := os.ReadFile(filepath.Join(dir, tid.Name(), "stat"))
-		if err != nil {
-			return 0, err
-		}
-		// The state follows the command's closing parenthesis: "pid (comm) S ...".
-		i := strings.LastIndexByte(string(stat), ')')
-		if i < 0 || i+2 >= len(stat) {
-			return 0, fmt.Errorf("%s: unreadable stat %q", tid.Name(), stat)
-		}
-		if st := stat[i+2]; st != 'T' && st != 't' {
-			running++
-		}
-	}
-	return running, nil
 }
 
 // BeforeGet makes cli run do, once, just before it sends the first read of

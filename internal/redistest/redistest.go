@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/procstate"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/redis/go-redis/v9"
 )
@@ -189,7 +190,11 @@ func (s *Server) Freeze(frozen bool) {
 	if s.proc == nil {
 		s.tb.Fatal("redistest: Freeze of a stopped server")
 	}
-	if err := s.proc.Signal(sig); err != nil {
+	if frozen {
+		if err := procstate.Stop(s.proc.Pid, 10*time.Second); err != nil {
+			s.tb.Fatal(err)
+		}
+	} else if err := s.proc.Signal(sig); err != nil {
 		s.tb.Fatal(err)
 	}
 }

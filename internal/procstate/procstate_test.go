@@ -1,0 +1,60 @@
+package procstate
+
+import (
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A real multi-threaded process (redis-server: its main thread and its
+// background threads) is stopped, every thread, when Stop returns, and
+// runs again after SIGCONT.
+func TestStop(t *testing.T) {
+	cmd := exec.Command("redis-server", "--port", "0", "--save", "", "--appendonly", "no")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("redis-server: %v (apt-get install redis-server)", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	pid := cmd.Process.Pid
+	if stopped, err := Stopped(pid); err != nil || stopped {
+		t.Fatalf("a running process: stopped %v, err %v", stopped, err)
+	}
+	if err := Stop(pid, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if stopped, err := Stopped(pid); err != nil || !stopped {
+		t.Fatalf("after Stop: stopped %v, err %v", stopped, err)
+	}
+	if st, err := State(pid); err != nil || st != 'T' {
+		t.Fatalf("after Stop: state %q, err %v", st, err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if stopped, err := Stopped(pid); err == nil && !stopped {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("still stopped 10 s after SIGCONT")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestStatState(t *testing.T) {
+	for raw, want := range map[string]byte{
+		"12 (redis-server) S 1 2":   'S',
+		"12 (a) b) (c) T 1 2":       'T',
+		"12 (name with spaces) R 1": 'R',
+	} {
+		if got, err := statState([]byte(raw)); err != nil || got != want {
+			t.Errorf("%q: %q, %v; want %q", raw, got, err, want)
+		}
+	}
+	if _, err := statState([]byte("12 (x")); err == nil {
+		t.Error("a line with no state read without an error")
+	}
+}
