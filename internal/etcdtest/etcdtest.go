@@ -7,13 +7,11 @@ package etcdtest
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,9 +33,8 @@ type Member struct {
 	ClientURL string
 	args      []string
 
-	mu     sync.Mutex
-	proc   *os.Process
-	exited chan struct{}
+	mu   sync.Mutex
+	proc *procstate.Proc // nil when stopped
 }
 
 // Timing: a heartbeat of 50 ms and an election timeout of 500 ms, so a lost
@@ -119,13 +116,11 @@ func (c *Cluster) Client() *clientv3.Client {
 func (m *Member) start() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	cmd := exec.Command("etcd", m.args...)
-	if err := cmd.Start(); err != nil {
+	p, err := procstate.Start(exec.Command("etcd", m.args...))
+	if err != nil {
 		return fmt.Errorf("start etcd %s: %w", m.Name, err)
 	}
-	m.proc, m.exited = cmd.Process, make(chan struct{})
-	exited := m.exited
-	go func() { _ = cmd.Wait(); close(exited) }()
+	m.proc = p
 	return nil
 }
 
@@ -145,7 +140,7 @@ func (m *Member) waitHealthy(limit time.Duration) error {
 			return nil
 		}
 		select {
-		case <-m.exited:
+		case <-m.exited():
 			return fmt.Errorf("etcd %s exited at start (port taken?)", m.Name)
 		default:
 		}
@@ -218,12 +213,15 @@ func (c *Cluster) leader() (uint64, error) {
 func (m *Member) Stop() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.proc == nil {
-		return
-	}
-	_ = m.proc.Signal(syscall.SIGKILL)
-	<-m.exited
+	m.proc.Kill()
 	m.proc = nil
+}
+
+// exited is closed once the member's process has exited.
+func (m *Member) exited() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.proc.Exited()
 }
 
 // Freeze stops every member with SIGSTOP (their ports still accept
@@ -232,10 +230,6 @@ func (m *Member) Stop() {
 // the test ends.
 func (c *Cluster) Freeze(frozen bool) {
 	c.tb.Helper()
-	sig := syscall.SIGCONT
-	if frozen {
-		sig = syscall.SIGSTOP
-	}
 	for _, m := range c.Members {
 		m.mu.Lock()
 		proc := m.proc
@@ -244,13 +238,9 @@ func (c *Cluster) Freeze(frozen bool) {
 			continue // stopped: it answers nothing either way
 		}
 		if frozen {
-			c.tb.Cleanup(func() { _ = proc.Signal(syscall.SIGCONT) })
+			c.tb.Cleanup(func() { _ = proc.Freeze(false) })
 		}
-		if frozen {
-			if err := procstate.Stop(proc.Pid, 10*time.Second); err != nil {
-				c.tb.Fatal(err)
-			}
-		} else if err := proc.Signal(sig); err != nil {
+		if err := proc.Freeze(frozen); err != nil {
 			c.tb.Fatal(err)
 		}
 	}

@@ -58,3 +58,28 @@ func TestStatState(t *testing.T) {
 		t.Error("a line with no state read without an error")
 	}
 }
+
+// A Proc killed is gone, Exited says so, and killing it again, or a nil
+// one, does nothing.
+func TestProcKill(t *testing.T) {
+	p, err := Start(exec.Command("redis-server", "--port", "0", "--save", "", "--appendonly", "no"))
+	if err != nil {
+		t.Fatalf("redis-server: %v (apt-get install redis-server)", err)
+	}
+	if err := p.Freeze(true); err != nil {
+		t.Fatal(err)
+	}
+	p.Kill() // a frozen process dies of SIGKILL too
+	select {
+	case <-p.Exited():
+	default:
+		t.Fatal("Exited open after Kill")
+	}
+	if err := syscall.Kill(p.Pid(), 0); err == nil {
+		t.Fatalf("pid %d still exists after Kill", p.Pid())
+	}
+	p.Kill()
+	var none *Proc
+	none.Kill()
+	<-none.Exited()
+}

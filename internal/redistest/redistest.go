@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,9 +32,8 @@ type Server struct {
 	// what it monitors, and how fast it fails over.
 	sentinel string
 
-	mu     sync.Mutex
-	proc   *os.Process   // nil when stopped
-	exited chan struct{} // closed when proc has exited
+	mu   sync.Mutex
+	proc *procstate.Proc // nil when stopped
 }
 
 // Start starts a redis-server with no persistence on a free loopback port and
@@ -166,11 +164,7 @@ func (s *Server) Client() *redis.Client {
 func (s *Server) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.proc == nil {
-		return
-	}
-	_ = s.proc.Signal(syscall.SIGKILL)
-	<-s.exited
+	s.proc.Kill()
 	s.proc = nil
 }
 
@@ -181,20 +175,14 @@ func (s *Server) Freeze(frozen bool) {
 	s.tb.Helper()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	sig := syscall.SIGCONT
-	if frozen {
-		sig = syscall.SIGSTOP
-		proc := s.proc
-		s.tb.Cleanup(func() { _ = proc.Signal(syscall.SIGCONT) })
-	}
 	if s.proc == nil {
 		s.tb.Fatal("redistest: Freeze of a stopped server")
 	}
 	if frozen {
-		if err := procstate.Stop(s.proc.Pid, 10*time.Second); err != nil {
-			s.tb.Fatal(err)
-		}
-	} else if err := s.proc.Signal(sig); err != nil {
+		proc := s.proc
+		s.tb.Cleanup(func() { _ = proc.Freeze(false) })
+	}
+	if err := s.proc.Freeze(frozen); err != nil {
 		s.tb.Fatal(err)
 	}
 }
@@ -221,18 +209,17 @@ func (s *Server) start() error {
 		}
 		cmd = exec.Command("redis-server", conf, "--sentinel", "--loglevel", "warning")
 	}
-	if err := cmd.Start(); err != nil {
+	proc, err := procstate.Start(cmd)
+	if err != nil {
 		return fmt.Errorf("start redis-server: %w", err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
 
 	c := redisconn.New(s.Addr, "")
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		select {
-		case <-exited:
+		case <-proc.Exited():
 			return fmt.Errorf("redis-server on port %d exited at start (port taken?)", s.port)
 		default:
 		}
@@ -241,13 +228,12 @@ func (s *Server) start() error {
 		if conn, err := net.Dial("tcp", s.Addr); err == nil {
 			conn.Close()
 			if c.Ping(context.Background()).Err() == nil {
-				s.proc, s.exited = cmd.Process, exited
+				s.proc = proc
 				return nil
 			}
 		}
 		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			<-exited
+			proc.Kill()
 			return fmt.Errorf("redis-server on port %d did not answer PING within 10s", s.port)
 		}
 		time.Sleep(5 * time.Millisecond) // polling the observable state: PING

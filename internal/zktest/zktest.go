@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/cluster"
+	"github.com/locklab/locklab/internal/procstate"
 	"github.com/locklab/locklab/internal/redistest"
 )
 
@@ -32,9 +33,8 @@ type Member struct {
 	args []string
 	log  string
 
-	mu     sync.Mutex
-	proc   *os.Process
-	exited chan struct{}
+	mu   sync.Mutex
+	proc *procstate.Proc // nil when stopped
 }
 
 // Start starts an n-member ensemble (1: a standalone server) and waits
@@ -102,12 +102,11 @@ func (m *Member) Start() error {
 	cmd := exec.Command(m.args[0], m.args[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	p, err := procstate.Start(cmd)
+	if err != nil {
 		return fmt.Errorf("start zookeeper %s: %w", m.Name, err)
 	}
-	m.proc, m.exited = cmd.Process, make(chan struct{})
-	exited := m.exited
-	go func() { _ = cmd.Wait(); close(exited) }()
+	m.proc = p
 	return nil
 }
 
@@ -120,7 +119,7 @@ func (m *Member) WaitServing(limit time.Duration) error {
 			return nil
 		}
 		m.mu.Lock()
-		exited := m.exited
+		exited := m.proc.Exited()
 		m.mu.Unlock()
 		select {
 		case <-exited:
@@ -141,10 +140,6 @@ func (m *Member) WaitServing(limit time.Duration) error {
 func (m *Member) Stop() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.proc == nil {
-		return
-	}
-	_ = m.proc.Signal(syscall.SIGKILL)
-	<-m.exited
+	m.proc.Kill()
 	m.proc = nil
 }
