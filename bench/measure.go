@@ -7,131 +7,21 @@ import (
 	"io"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/locklab/locklab/internal/builder"
 	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/loadtest"
 	dblock "github.com/locklab/locklab/internal/locks/db"
 	"github.com/locklab/locklab/internal/locks/etcd"
 	"github.com/locklab/locklab/internal/locks/retry"
-	lua "github.com/locklab/locklab/internal/locks/v6_lua"
 	zklock "github.com/locklab/locklab/internal/locks/zk"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/locklab/locklab/internal/versions"
 	"github.com/redis/go-redis/v9"
 )
-
-// Report is one bench run, as printed and as written to JSON.
-type Report struct {
-	Date        string            `json:"date"`
-	Machine     string            `json:"machine"`
-	Settings    map[string]string `json:"replica_settings"`
-	Concurrency int               `json:"concurrency"`
-	Seconds     float64           `json:"seconds_per_version"`
-	// Serial is the four-command loop's rate: SET NX PX, GET, SET, Lua
-	// release from one goroutine; the median of every row's slices. No
-	// single-lock design sells faster serially.
-	Serial float64 `json:"serial_ceiling_per_sec"`
-	// Nginx is GET /healthz through nginx: the HTTP path's ceiling,
-	// measured before and after atomic's run.
-	Nginx    float64            `json:"nginx_ceiling_per_sec"`
-	Rows     []Row              `json:"versions"`
-	Compare  *Comparison        `json:"libraries,omitempty"`
-	Default  []DefaultRun       `json:"default_load_test"`
-	MemoryMB map[string]float64 `json:"replica_peak_rss_mb"`
-	Targets  []Target           `json:"targets"`
-}
-
-// Row is one version with one way of waiting.
-type Row struct {
-	Lock string `json:"lock"`
-	Wait string `json:"wait,omitempty"`
-	// Own is its own ceiling: acquire, sale, release, serially, no HTTP;
-	// Serial the four-command loop's; both measured around this row's run.
-	Own         float64 `json:"own_ceiling_per_sec"`
-	Serial      float64 `json:"serial_ceiling_per_sec"`
-	OwnVsSerial float64 `json:"own_vs_serial"`
-	// Through nginx, -c concurrent sales: the medians of the rounds.
-	Sales  float64 `json:"sales_per_sec"`
-	P50    float64 `json:"p50_ms"`
-	P99    float64 `json:"p99_ms"`
-	Failed int     `json:"failed"`
-	// HoldOwn and HoldNginx are the mean time one sale held the lock, in
-	// microseconds: in the own ceiling, and through nginx (from the
-	// replicas' locklab_lock_hold_seconds). Their quotient is most of the
-	// ratio: a locked sale can go no faster than one hold at a time.
-	HoldOwn   float64 `json:"hold_own_us,omitempty"`
-	HoldNginx float64 `json:"hold_nginx_us,omitempty"`
-	// Handover is the rest of each sale's share of the time through nginx
-	// (1/Sales - HoldNginx): the lock passing from one holder to the next,
-	// which polling pays with the wait for the next waiter's attempt.
-	Handover float64 `json:"handover_us,omitempty"`
-	// Busy is the share of the time through nginx that the lock was held
-	// (HoldNginx x Sales): what a wait controls, since the rest is the
-	// hand-over. Bound is the most Ratio could be with no hand-over at all
-	// (1/HoldNginx over Own): what the hold through nginx allows.
-	Busy  float64 `json:"lock_busy,omitempty"`
-	Bound float64 `json:"ratio_bound,omitempty"`
-	// Ratio is Sales over Own (over the nginx ceiling for atomic, which has
-	// no lock to serialise on): the median of Rounds, each round's run over its ceiling
-	// (own, or nginx's for atomic) measured just before and just after it;
-	// RatioMin and RatioMax are their spread.
-	Ratio    float64   `json:"ratio"`
-	RatioOf  string    `json:"ratio_of"`
-	Rounds   []float64 `json:"ratio_rounds"`
-	RatioMin float64   `json:"ratio_min"`
-	RatioMax float64   `json:"ratio_max"`
-	// CommandsPerSale is the Redis commands every node the bench uses ran
-	// during the run through nginx (INFO commandstats, before and after),
-	// per sale; AttemptsPerSale the lock attempts per acquisition (the
-	// replicas' locklab_lock_acquire_attempts). Neither depends on how busy
-	// the machine is: they compare across machines and runs.
-	CommandsPerSale float64 `json:"commands_per_sale"`
-	AttemptsPerSale float64 `json:"attempts_per_sale,omitempty"`
-	// RoundTripsPerSale counts what the replicas sent instead (their
-	// locklab_redis_round_trips_total): a script is one round trip, where
-	// CommandsPerSale also counts every command it ran inside Redis.
-	RoundTripsPerSale float64 `json:"round_trips_per_sale"`
-	// Load is the latency curve: p50 and p99 at a few offered loads, in an
-	// open model (latency counted from each request's due time).
-	Load []LoadPoint `json:"latency_vs_load,omitempty"`
-}
-
-// LoadPoint is one offered load of a row's latency curve.
-type LoadPoint struct {
-	Offered  float64 `json:"offered_per_sec"`
-	Achieved float64 `json:"sales_per_sec"`
-	P50      float64 `json:"p50_ms"`
-	P99      float64 `json:"p99_ms"`
-	Failed   int     `json:"failed"`
-}
-
-// loadShares are the offered loads of a latency curve, as shares of the
-// row's closed-loop sales/s.
-var loadShares = []float64{0.25, 0.5, 0.75, 1}
-
-// DefaultRun is one version under the default load test.
-type DefaultRun struct {
-	Lock     string         `json:"lock"`
-	Wait     string         `json:"wait,omitempty"`
-	Sold     int            `json:"sold"`
-	SoldOut  int            `json:"sold_out"`
-	Failed   int            `json:"failed"`
-	FailedBy map[string]int `json:"failed_by,omitempty"`
-	Oversold int64          `json:"oversold"`
-	P99      float64        `json:"p99_ms"`
-}
-
-// Target is one of issue 6's targets, checked against this run.
-type Target struct {
-	Name string `json:"name"`
-	Want string `json:"want"`
-	Got  string `json:"got"`
-	Met  bool   `json:"met"`
-}
 
 // bracket is how many slices of each ceiling a row takes before its run
 // through nginx, and again after it.
@@ -262,7 +152,7 @@ func newBench(ctx context.Context, o options, stderr io.Writer) (*bench, func(),
 		closeBench()
 		return nil, nil, err
 	}
-	b.plan(ctx, versions.Deps{Redis: b.rdb, Redlock: b.nodes, Etcd: ecli, DB: dbc, ZK: zks, LockKey: "bench:lock", Notifier: notifier})
+	b.plan(ctx, builder.Deps{Redis: b.rdb, Redlock: b.nodes, Etcd: ecli, DB: dbc, ZK: zks, LockKey: "bench:lock", Notifier: notifier})
 	b.planComparison()
 	return b, closeBench, nil
 }
@@ -279,13 +169,13 @@ func (r Row) query() string {
 // plan lays out the rows: every safe version as it waits by default (poll),
 // then each one that waits otherwise when notified, then handed off; the
 // default load test runs every version, then v3-v8 notified and handed off.
-func (b *bench) plan(ctx context.Context, deps versions.Deps) {
+func (b *bench) plan(ctx context.Context, deps builder.Deps) {
 	slice := b.o.ceilingTime / (2 * bracket)
 	var variants []versions.Variant
 	for _, wait := range versions.Waits {
 		variants = append(variants, versions.Variant{Wait: wait})
 	}
-	built := versions.BuildAll(deps, variants)
+	built := builder.BuildAll(deps, variants)
 	for _, wait := range versions.Waits {
 		methods := built[versions.Variant{Wait: wait}]
 		for _, v := range versions.All {
@@ -450,26 +340,6 @@ func refName(lock string) string {
 	return "own"
 }
 
-// ceilings takes bracket slices of the serial ceiling and of row i's own,
-// taking turns, appends them to serial and own, and returns this set's own
-// slices.
-func (b *bench) ceilings(ctx context.Context, i int, own, serial *[]float64) ([]float64, error) {
-	slice := b.o.ceilingTime / (2 * bracket)
-	var set []float64
-	for range bracket {
-		s, err := serialCeiling(ctx, b.rdb, slice)
-		if err != nil {
-			return nil, fmt.Errorf("serial ceiling: %w", err)
-		}
-		c, err := b.sellers[i]()
-		if err != nil {
-			return nil, fmt.Errorf("%s %s ceiling: %w", b.rep.Rows[i].Lock, b.rep.Rows[i].Wait, err)
-		}
-		*serial, *own, set = append(*serial, s), append(*own, c), append(set, c)
-	}
-	return set, nil
-}
-
 // throughNginx runs r's version through nginx for the bench's duration, with
 // stock that never runs out; around atomic's run it also measures the nginx
 // ceiling (half before, half after) and returns it (0 for the others).
@@ -531,90 +401,4 @@ func (b *bench) defaultLoadTests(ctx context.Context) error {
 	}
 	b.say("default load test (n=1000, c=100): %d runs", len(b.rep.Default))
 	return nil
-}
-
-// serialCeiling runs the four commands of a locked sale back to back from
-// one goroutine for d: SET NX PX (v6's acquire), GET, SET, and v6's Lua
-// compare-and-delete release.
-func serialCeiling(ctx context.Context, rdb *redis.Client, d time.Duration) (float64, error) {
-	lock := lua.New(rdb, lua.Options{Key: "bench:lock"})
-	return loop(ctx, d, func() error {
-		l, err := lock.TryAcquire(ctx, "bench")
-		if err != nil {
-			return err
-		}
-		v, err := rdb.Get(ctx, "bench:stock").Int64()
-		if err != nil {
-			return err
-		}
-		if err := rdb.Set(ctx, "bench:stock", v-1, 0).Err(); err != nil {
-			return err
-		}
-		return l.Release(ctx)
-	})
-}
-
-// ownCeiling runs m's whole sale (acquire, GET, SET, release) serially for d.
-func ownCeiling(ctx context.Context, svc *sale.Service, m sale.Method, d time.Duration) (float64, error) {
-	return loop(ctx, d, func() error {
-		res, err := svc.Sell(ctx, m)
-		if err != nil {
-			return err
-		}
-		return res.ReleaseErr
-	})
-}
-
-// commands is how many commands the nodes have run since they started: the
-// calls of every command in INFO commandstats, but INFO's own (the bench's
-// reading would count itself).
-func commands(ctx context.Context, nodes []redis.UniversalClient) (int64, error) {
-	var total int64
-	for _, n := range nodes {
-		info, err := n.Info(ctx, "commandstats").Result()
-		if err != nil {
-			return 0, fmt.Errorf("INFO commandstats: %w", err)
-		}
-		total += commandCalls(info)
-	}
-	return total, nil
-}
-
-// commandCalls sums the calls= of every cmdstat_ line of an INFO
-// commandstats reply, less cmdstat_info's.
-func commandCalls(info string) int64 {
-	var total int64
-	for line := range strings.SplitSeq(info, "\n") {
-		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") || name == "cmdstat_info" {
-			continue
-		}
-		calls, _, _ := strings.Cut(strings.TrimPrefix(stats, "calls="), ",")
-		n, err := strconv.ParseInt(calls, 10, 64)
-		if err == nil {
-			total += n
-		}
-	}
-	return total
-}
-
-// median of xs (sorted in place).
-func median(xs []float64) float64 {
-	slices.Sort(xs)
-	return xs[len(xs)/2]
-}
-
-// loop calls f until d has passed and returns the calls completed per second.
-func loop(ctx context.Context, d time.Duration, f func() error) (float64, error) {
-	start := time.Now()
-	n := 0
-	for end := start.Add(d); time.Now().Before(end); n++ {
-		if err := ctx.Err(); err != nil {
-			return 0, err
-		}
-		if err := f(); err != nil {
-			return 0, err
-		}
-	}
-	return float64(n) / time.Since(start).Seconds(), nil
 }

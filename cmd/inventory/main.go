@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/locklab/locklab/internal/builder"
 	"github.com/locklab/locklab/internal/cli"
 	"github.com/locklab/locklab/internal/history"
 	dblock "github.com/locklab/locklab/internal/locks/db"
@@ -133,7 +134,7 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	// replica cancels its stepped sales, which release their locks.
 	steps := step.New(step.Options{Log: log.With("part", "step")})
 	defer steps.Close()
-	deps := versions.Deps{Redis: rdb, Sentinels: cfg.Sentinel, SentinelMaster: cfg.SentinelMaster, Redlock: nodes, Etcd: ecli, DB: dbc, DBHolds: holds, ZK: zks, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, Claim: cfg.Claim, ReplicaAck: cfg.ReplicaAck,
+	deps := builder.Deps{Redis: rdb, Sentinels: cfg.Sentinel, SentinelMaster: cfg.SentinelMaster, Redlock: nodes, Etcd: ecli, DB: dbc, DBHolds: holds, ZK: zks, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, Claim: cfg.Claim, ReplicaAck: cfg.ReplicaAck,
 		RedlockRetry: cfg.RedlockRetry, Log: log, Observer: mx}
 	if slices.ContainsFunc(cfg.variants(), func(v versions.Variant) bool { return versions.Queued(v.Wait) }) {
 		n := retry.NewNotifier(ctx, rdb, cfg.LockKey, min(cfg.TTL, retry.Backstop), cfg.Claim, log)
@@ -228,7 +229,7 @@ func (c config) variants() []versions.Variant {
 }
 
 // handler builds the versions, the sale service and the HTTP routes.
-func handler(cfg config, deps versions.Deps, rdb *redis.Client, steps *step.Gate, mx *metrics.Metrics, log *slog.Logger) http.Handler {
+func handler(cfg config, deps builder.Deps, rdb *redis.Client, steps *step.Gate, mx *metrics.Metrics, log *slog.Logger) http.Handler {
 	svc := sale.New(rdb, sale.Options{Key: cfg.Key, Work: cfg.Work, AcquireTimeout: cfg.AcquireTimeout, ReplicaAck: cfg.ReplicaAck, Observer: mx})
 	ready := func(ctx context.Context) error {
 		if err := rdb.Ping(ctx).Err(); err != nil {
@@ -241,7 +242,7 @@ func handler(cfg config, deps versions.Deps, rdb *redis.Client, steps *step.Gate
 		hist = history.NewRing(cfg.History)
 	}
 	return server.New(server.Config{
-		Seller: svc, Versions: versions.BuildAll(deps, cfg.variants()), Default: versions.Variant{Wait: cfg.Wait, Fence: cfg.Fence},
+		Seller: svc, Versions: builder.BuildAll(deps, cfg.variants()), Default: versions.Variant{Wait: cfg.Wait, Fence: cfg.Fence},
 		Names: versions.Names(), Lock: cfg.Lock, LockKey: cfg.LockKey, Override: cfg.LockOverride,
 		OverrideAdmin: !cfg.loopback(), Replica: cfg.Name, Hosts: origin.NewHosts(append(cfg.Hosts, cfg.Name, cfg.host)...),
 		AdminToken: cfg.AdminToken, Chaos: cfg.Chaos, Settings: cfg.settings(), Ready: ready, Log: log,

@@ -1,4 +1,4 @@
-package versions_test
+package builder_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/builder"
 	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/locklab/locklab/internal/versions"
 	"github.com/redis/go-redis/v9"
@@ -17,7 +18,7 @@ import (
 func TestBuildMatchesCatalogue(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled: clients connect lazily
 	defer rdb.Close()
-	methods := versions.Build(versions.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb}}, versions.Variant{Wait: "poll", Fence: true})
+	methods := builder.Build(builder.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb}}, versions.Variant{Wait: "poll", Fence: true})
 	var built []string
 	for name, m := range methods {
 		if m.Name != name {
@@ -52,7 +53,7 @@ func TestWaitMatchesCatalogue(t *testing.T) {
 	n := retry.NewNotifier(context.Background(), rdb, "lock", time.Hour, 0, nil)
 	defer n.Close()
 	for _, wait := range versions.Waits {
-		methods := versions.Build(versions.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb}, Notifier: n}, versions.Variant{Wait: wait})
+		methods := builder.Build(builder.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb}, Notifier: n}, versions.Variant{Wait: wait})
 		for _, v := range versions.All {
 			if got := methods[v.Name].Wait == wait && wait != "poll"; got != (v.Wait && wait != "poll") {
 				t.Errorf("-wait %s: %s waits %q; catalogue says wait=%v", wait, v.Name, methods[v.Name].Wait, v.Wait)
@@ -70,7 +71,7 @@ func TestWaitMatchesCatalogue(t *testing.T) {
 func TestNeedsMatchesBuild(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", DialerRetries: 1, DialerRetryTimeout: time.Millisecond, MaxRetries: -1}) // never answers, at once
 	defer rdb.Close()
-	methods := versions.Build(versions.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb}}, versions.Variant{Wait: "poll"})
+	methods := builder.Build(builder.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb}}, versions.Variant{Wait: "poll"})
 	for _, v := range versions.All {
 		m := methods[v.Name]
 		if m.Lock == nil {
@@ -79,7 +80,7 @@ func TestNeedsMatchesBuild(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		_, err := m.Lock.Acquire(ctx, "owner")
 		cancel()
-		if got := map[bool]string{errors.Is(err, versions.ErrNoDB): "db", errors.Is(err, versions.ErrNoZK): "zk"}[true]; got != v.Needs {
+		if got := map[bool]string{errors.Is(err, builder.ErrNoDB): "db", errors.Is(err, builder.ErrNoZK): "zk"}[true]; got != v.Needs {
 			t.Errorf("%s built without -db and -zk: %v; catalogue says needs %q", v.Name, err, v.Needs)
 		}
 	}

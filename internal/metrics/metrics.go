@@ -10,7 +10,6 @@ import (
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/sale"
-	"github.com/locklab/locklab/internal/versions"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -111,7 +110,7 @@ func (m *Metrics) Acquired(meth sale.Method, took time.Duration, err error) {
 	m.acquire.WithLabelValues(meth.Name, meth.Wait, result).Observe(took.Seconds())
 }
 
-// Attempts records how many attempts one acquisition made (versions.Observer).
+// Attempts records how many attempts one acquisition made (builder.Observer).
 func (m *Metrics) Attempts(lock, wait string, n int) {
 	m.attempts.WithLabelValues(lock, wait).Observe(float64(n))
 }
@@ -121,10 +120,10 @@ func (m *Metrics) Held(meth sale.Method, held time.Duration) {
 	m.hold.WithLabelValues(meth.Name, meth.Wait).Observe(held.Seconds())
 }
 
-// Renewed counts one renewal by a v8 watchdog (versions.Observer).
+// Renewed counts one renewal by a v8 watchdog (builder.Observer).
 func (m *Metrics) Renewed() { m.renewals.Inc() }
 
-// LeaseLost counts one lease a v8 watchdog found lost (versions.Observer).
+// LeaseLost counts one lease a v8 watchdog found lost (builder.Observer).
 func (m *Metrics) LeaseLost() { m.lost.Inc() }
 
 // Sale records one sale request's outcome: "sold" or the reply's error code.
@@ -135,7 +134,7 @@ func (m *Metrics) Sale(meth sale.Method, outcome string) {
 	}
 }
 
-var (
-	_ sale.Observer     = (*Metrics)(nil)
-	_ versions.Observer = (*Metrics)(nil)
-)
+// Metrics is also the builder's Observer (builder.Observer): the service
+// passes it there, which checks it; importing the builder here would link
+// every lock into the metrics.
+var _ sale.Observer = (*Metrics)(nil)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/builder"
 	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/locks/handoff"
 	"github.com/locklab/locklab/internal/locks/retry"
@@ -55,9 +56,9 @@ func TestMixedFencingThroughHandoff(t *testing.T) {
 				setStock(t, rdb, 10)
 				n := retry.NewNotifier(ctx, rdb, api.DefaultLockKey, time.Minute, 0, slog.New(slog.DiscardHandler))
 				t.Cleanup(n.Close)
-				deps := versions.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb}, Notifier: n}
-				first := versions.Build(deps, versions.Variant{Wait: "handoff", Fence: !secondFenced})[name]
-				second := versions.Build(deps, versions.Variant{Wait: "handoff", Fence: secondFenced})[name]
+				deps := builder.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb}, Notifier: n}
+				first := builder.Build(deps, versions.Variant{Wait: "handoff", Fence: !secondFenced})[name]
+				second := builder.Build(deps, versions.Variant{Wait: "handoff", Fence: secondFenced})[name]
 				svc := newService(rdb, 5*time.Second)
 
 				holding, thaw := make(chan struct{}), make(chan struct{})

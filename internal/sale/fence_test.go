@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/builder"
 	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/retry"
@@ -136,8 +137,8 @@ func TestStaleHolderWritingFirstIsFenced(t *testing.T) {
 			rdb := redistest.Start(t).Client()
 			setStock(t, rdb, 10)
 			replica := func() sale.Method {
-				deps := versions.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb}, TTL: 100 * time.Millisecond, Retry: time.Millisecond}
-				return versions.Build(deps, versions.Variant{Wait: "poll", Fence: true})[name]
+				deps := builder.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb}, TTL: 100 * time.Millisecond, Retry: time.Millisecond}
+				return builder.Build(deps, versions.Variant{Wait: "poll", Fence: true})[name]
 			}
 			a, b := replica(), replica()
 			svc := newService(rdb, 5*time.Second)

@@ -18,7 +18,6 @@ import (
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
-	"github.com/locklab/locklab/internal/locks/replicaack"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/locklab/locklab/internal/step"
 	"github.com/petermattis/goid"
@@ -138,7 +137,7 @@ type Step struct {
 // Client is the part of a Redis client the sale uses.
 type Client interface {
 	redis.Scripter
-	replicaack.Pipeliner
+	redisconn.Pipeliner
 	Get(ctx context.Context, key string) *redis.StringCmd
 	Set(ctx context.Context, key string, value any, expiration time.Duration) *redis.StatusCmd
 	Del(ctx context.Context, keys ...string) *redis.IntCmd // a fence switched off: its own domain's key
@@ -546,12 +545,12 @@ func (s *Service) replicated(ctx context.Context) error {
 	if n == 0 {
 		return nil
 	}
-	got, err := replicaack.Wait(ctx, s.rdb, s.key+":ack", n, replicaack.DefaultTimeout)
+	got, err := redisconn.WaitReplicas(ctx, s.rdb, s.key+":ack", n, redisconn.ReplicaWait)
 	if err != nil {
 		return fmt.Errorf("sale: waiting for the stock write's replication: %w: %w", ErrIndeterminate, err)
 	}
 	if got < n {
-		return fmt.Errorf("sale: the stock write reached %d of %d replicas within %s: %w", got, n, replicaack.DefaultTimeout, ErrIndeterminate)
+		return fmt.Errorf("sale: the stock write reached %d of %d replicas within %s: %w", got, n, redisconn.ReplicaWait, ErrIndeterminate)
 	}
 	return nil
 }

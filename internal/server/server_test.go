@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/builder"
 	"github.com/locklab/locklab/internal/dbtest"
 	"github.com/locklab/locklab/internal/etcdtest"
 	"github.com/locklab/locklab/internal/history"
@@ -71,7 +72,7 @@ func newStack(t testing.TB, o options) *stack {
 		locks = stock
 		stock.AddHook(step.Hook{})
 	}
-	deps := versions.Deps{Redis: locks, Redlock: clients,
+	deps := builder.Deps{Redis: locks, Redlock: clients,
 		LockKey: api.DefaultLockKey, Retry: time.Millisecond, RedlockRetry: time.Millisecond}
 	if o.lock == "etcd" && !o.noEtcd { // one real member: the etcd row's cluster tests are the guard's
 		c := etcdtest.Start(t, 1)
@@ -92,7 +93,7 @@ func newStack(t testing.TB, o options) *stack {
 		t.Cleanup(zs.Close)
 		deps.ZK = zs
 	}
-	all := versions.BuildAll(deps, variants)
+	all := builder.BuildAll(deps, variants)
 	if o.lock == "" {
 		o.lock = "v6"
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/builder"
 	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/locklab/locklab/internal/sale"
@@ -38,7 +39,7 @@ func StartWith(tb testing.TB, name string, settings map[string]string) string {
 	maps.Copy(reported, settings)
 	srv := redistest.Start(tb)
 	poll := versions.Variant{Wait: "poll"}
-	all := versions.BuildAll(versions.Deps{Redis: srv.Client(), Redlock: []redis.UniversalClient{srv.Client()},
+	all := builder.BuildAll(builder.Deps{Redis: srv.Client(), Redlock: []redis.UniversalClient{srv.Client()},
 		LockKey: "lock", Retry: time.Millisecond, RedlockRetry: time.Millisecond}, []versions.Variant{poll})
 	svc := sale.New(srv.Client(), sale.Options{})
 	h := server.New(server.Config{Seller: svc, Versions: all, Default: poll, Names: versions.Names(),

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/builder"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/locklab/locklab/internal/step"
@@ -28,7 +29,7 @@ func BenchmarkSale(b *testing.B) {
 				rdb.AddHook(step.Hook{})
 			}
 			svc := sale.New(rdb, sale.Options{Key: "inventory:bench"})
-			m := versions.Build(versions.Deps{Redis: rdb, LockKey: "lock:bench", TTL: 10 * time.Second}, versions.Variant{Wait: "poll"})["v6"]
+			m := builder.Build(builder.Deps{Redis: rdb, LockKey: "lock:bench", TTL: 10 * time.Second}, versions.Variant{Wait: "poll"})["v6"]
 			ctx := context.Background()
 			// b.Loop sets b.N only as it runs: a stock no run exhausts.
 			if err := svc.SetStock(ctx, 1<<40); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/builder"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/locklab/locklab/internal/step"
@@ -29,8 +30,8 @@ func newBench(t *testing.T, ttl time.Duration) *bench {
 	rdb := srv.Client()
 	rdb.AddHook(step.Hook{})
 	b := &bench{rdb: rdb, svc: sale.New(rdb, sale.Options{Key: "inventory:" + t.Name()}), lockKey: "lock:" + t.Name()}
-	d := versions.Deps{Redis: rdb, LockKey: b.lockKey, TTL: ttl}
-	b.one, b.two = versions.Build(d, versions.Variant{Wait: "poll"}), versions.Build(d, versions.Variant{Wait: "poll"})
+	d := builder.Deps{Redis: rdb, LockKey: b.lockKey, TTL: ttl}
+	b.one, b.two = builder.Build(d, versions.Variant{Wait: "poll"}), builder.Build(d, versions.Variant{Wait: "poll"})
 	if err := b.svc.SetStock(context.Background(), 10); err != nil {
 		t.Fatal(err)
 	}

@@ -5,14 +5,8 @@
 // lock waits until n replicas have acknowledged it (Redis's WAIT), and gives
 // the lock up when they have not within the timeout.
 //
-// WAIT counts the writes of the connection it is sent on, and the locks'
-// scripts run on whichever pooled connection is free. So the check sends,
-// pipelined on one connection, a write of its own (INCR of a scratch key)
-// and WAIT: that connection's last write comes after the lock's (a node
-// applies writes in order, and the lock's reply was already read), and
-// replicas that acknowledged it acknowledged the lock too. WAIT also makes
-// the primary ask its replicas for their offsets at once, instead of their
-// once-a-second report.
+// The wait is redisconn.WaitReplicas (WAIT, pipelined after a scratch
+// write on one connection), which the sale's replicated write shares.
 package replicaack
 
 import (
@@ -23,6 +17,7 @@ import (
 
 	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
+	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -45,9 +40,8 @@ type Acked struct {
 	timeout time.Duration
 }
 
-// DefaultTimeout is how long an acquisition waits for the acknowledgements:
-// well inside the client's one-second read timeout.
-const DefaultTimeout = 500 * time.Millisecond
+// DefaultTimeout is how long an acquisition waits for the acknowledgements.
+const DefaultTimeout = redisconn.ReplicaWait
 
 // Wrap returns l waiting for n replicas of rdb's node, writing key (a scratch
 // key beside the lock) to mark the point to acknowledge.
@@ -78,29 +72,5 @@ func (a *Acked) Acquire(ctx context.Context, owner string) (lease.Lease, error) 
 
 // wait writes the scratch key and WAITs, both on one connection.
 func (a *Acked) wait(ctx context.Context, n int) (int, error) {
-	return Wait(ctx, a.rdb, a.key, n, a.timeout)
-}
-
-// Pipeliner is the part of a Redis client Wait uses.
-type Pipeliner interface {
-	Pipelined(ctx context.Context, fn func(redis.Pipeliner) error) ([]redis.Cmder, error)
-}
-
-// Wait waits until n replicas have acknowledged every write whose reply
-// the caller has already read, for at most timeout, and returns how many
-// did. It writes key (a scratch counter) and sends WAIT pipelined on one
-// connection: WAIT counts that connection's writes, and the scratch write
-// comes after the caller's on the node.
-func Wait(ctx context.Context, rdb Pipeliner, key string, n int, timeout time.Duration) (int, error) {
-	ctx = context.WithoutCancel(ctx) // a holder's step: its outcome must be known
-	var wait *redis.Cmd
-	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.Incr(ctx, key)
-		wait = p.Do(ctx, "wait", n, timeout.Milliseconds())
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	return wait.Int()
+	return redisconn.WaitReplicas(ctx, a.rdb, a.key, n, a.timeout)
 }
