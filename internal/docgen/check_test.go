@@ -3,6 +3,7 @@ package docgen
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -217,4 +218,16 @@ func sources(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// The binaries that rewrite generated sections (the load test, the bench)
+// link this package: it must not bring the testing package into them.
+func TestLinksNoTesting(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/locklab/locklab/internal/docgen").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	if slices.Contains(strings.Fields(string(out)), "testing") {
+		t.Error("internal/docgen links the testing package")
+	}
 }

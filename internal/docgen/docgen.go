@@ -13,16 +13,25 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"testing"
 )
 
 // UpdateEnv, set to "update", makes Check rewrite a stale section instead
 // of failing.
 const UpdateEnv = "LOCKLAB_DOCS"
 
+// T is the part of a test Check uses (a testing.TB): declared here so that
+// the binaries that rewrite sections (the load test, the bench) do not link
+// the testing package.
+type T interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+}
+
 // Check fails t when file's section name differs from body, saying how to
 // regenerate it; with LOCKLAB_DOCS=update it rewrites the section.
-func Check(t testing.TB, file, name, body string) {
+func Check(t T, file, name, body string) {
 	t.Helper()
 	raw, err := os.ReadFile(file)
 	if err != nil {
