@@ -119,6 +119,7 @@ check-tools:
 	  exit 1; }
 
 up:
+	@echo "make up: compiling the cluster command, then starting the cluster (the first time: a minute or two, more if apt-get installs a package)"
 	@$(CLUSTER) up
 
 # The lab with every fault cell runnable: the scenarios' cluster (fault
@@ -148,14 +149,15 @@ demo:
 # load test from inside the network, one Redis node stopped, down. With
 # Compose v2 (built by deploy/install-compose-v2.sh when missing): the whole
 # run with `up -d --wait`, a quick one with plain `up -d`; with Debian's v1
-# (which has no --wait), a quick one with port 80 published on every
-# interface (BIND=0.0.0.0).
+# (which has no --wait), a quick one through deploy/compose.sh (the README's
+# command for machines without the v2 plugin), scaled to three and back, with
+# port 80 published on every interface (BIND=0.0.0.0).
 e2e-compose:
 	@docker compose version >/dev/null 2>&1 || bash deploy/install-compose-v2.sh
 	@COMPOSE="docker compose" UP_FLAGS=--wait bash deploy/compose-e2e.sh
 	@COMPOSE="docker compose" QUICK=1 bash deploy/compose-e2e.sh
 	@if command -v docker-compose >/dev/null 2>&1; then \
-	  COMPOSE=docker-compose QUICK=1 BIND=0.0.0.0 bash deploy/compose-e2e.sh; \
+	  COMPOSE=deploy/compose.sh LOCKLAB_COMPOSE=docker-compose QUICK=1 SCALE=1 BIND=0.0.0.0 bash deploy/compose-e2e.sh; \
 	else echo "e2e-compose: SKIPPED the v1 run: no docker-compose"; fi
 
 # deploy/stack.yml on a one-node Docker Swarm, end to end (offline images):

@@ -14,7 +14,8 @@
 #
 # COMPOSE picks the tool ("docker compose" when that works, else docker-compose);
 # UP_FLAGS are added to `up -d` (--wait: Compose v2 only); QUICK=1 stops after
-# the first checks (up, a sale, both replicas); BIND=0.0.0.0 publishes port 80
+# the first checks (up, a sale, both replicas; with SCALE=1 a scale to three
+# and back); BIND=0.0.0.0 publishes port 80
 # on every interface instead of loopback, and the check expects that.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -162,8 +163,32 @@ if [ "${BIND:-127.0.0.1}" != 127.0.0.1 ]; then
   say "a lab run on BIND=$BIND without the token: 401"
 fi
 
+# scale N: `up -d --scale inventory=N`; nginx follows through Docker's DNS,
+# with no restart, until it reaches N replicas.
+scale() {
+  local nginx_id nginx_started
+  nginx_id=$(dc ps -q nginx)
+  nginx_started=$(docker inspect -f '{{.State.StartedAt}}' "$nginx_id")
+  say "docker compose up -d --scale inventory=$1 $UP_FLAGS: nginx follows, not restarted"
+  # shellcheck disable=SC2086
+  dc up -d --no-recreate --scale inventory="$1" $UP_FLAGS 2>&1 | sed 's/^/  /' >&2 || fail "up --scale inventory=$1 returned $?"
+  # Without --wait, up returns before the new replicas are ready: nginx sends
+  # them sales as soon as Docker's DNS names them (a refused one is passed on).
+  for _ in $(seq 60); do [ "$(names 40 | wc -l)" -eq "$1" ] && break; sleep 1; done
+  replicas=$(names $((20 * $1)))
+  say "$((20 * $1)) requests through nginx: $(echo "$replicas" | tr -s ' \n' ' ')"
+  [ "$(echo "$replicas" | wc -l)" -eq "$1" ] || fail "nginx did not spread requests over $1 replicas"
+  [ "$(docker inspect -f '{{.State.StartedAt}}' "$nginx_id")" = "$nginx_started" ] || fail "nginx was restarted by the scale"
+}
+
 if [ "${QUICK:-0}" = 1 ]; then
-  say "PASS (quick: up, a sale, both replicas)"
+  # SCALE=1: also scale to three replicas and back (the README's commands
+  # through deploy/compose.sh on Compose v1, where no other pass scales).
+  if [ "${SCALE:-0}" = 1 ]; then
+    scale 3
+    scale 2
+  fi
+  say "PASS (quick: up, a sale, both replicas$([ "${SCALE:-0}" = 1 ] && echo ", scaled to three and back"))"
   exit 0
 fi
 
@@ -231,28 +256,13 @@ expect "$out" db zero
 
 # Any number of replicas: nginx finds them through Docker's DNS, with no
 # restart, and the load test and its checker learn them from the replies.
-nginx_id=$(dc ps -q nginx)
-nginx_started=$(docker inspect -f '{{.State.StartedAt}}' "$nginx_id")
-say "docker compose up -d --scale inventory=4 $UP_FLAGS: nginx follows, not restarted"
-# shellcheck disable=SC2086
-dc up -d --no-recreate --scale inventory=4 $UP_FLAGS 2>&1 | sed 's/^/  /' >&2 || fail "up --scale inventory=4 returned $?"
-# Without --wait, up returns before the new replicas are ready: nginx sends
-# them sales as soon as Docker's DNS names them (a refused one is passed on).
-for _ in $(seq 60); do [ "$(names 40 | wc -l)" -eq 4 ] && break; sleep 1; done
-replicas=$(names 80)
-say "80 requests through nginx: $(echo "$replicas" | tr -s ' \n' ' ')"
-[ "$(echo "$replicas" | wc -l)" -eq 4 ] || fail "nginx did not spread requests over four replicas"
-[ "$(docker inspect -f '{{.State.StartedAt}}' "$nginx_id")" = "$nginx_started" ] || fail "nginx was restarted by the scale"
+scale 4
 out=$(dc run --rm --no-deps loadtest $LOAD -lock v2,v6 -json)
 expect "$out" v2 positive
 expect "$out" v6 zero
 [ "$(served "$out" v6)" -eq 4 ] || fail "v6's sales were served by $(served "$out" v6) replicas, want 4: $out"
 say "  four replicas served the sales, every one's history checked"
-say "docker compose up -d --scale inventory=2: back to two"
-# shellcheck disable=SC2086
-dc up -d --no-recreate --scale inventory=2 $UP_FLAGS 2>&1 | sed 's/^/  /' >&2 || fail "up --scale inventory=2 returned $?"
-for _ in $(seq 30); do [ "$(names 40 | wc -l)" -eq 2 ] && break; sleep 1; done
-[ "$(names 40 | wc -l)" -eq 2 ] || fail "after scaling back to two, nginx still reaches $(names 40 | wc -l) replicas"
+scale 2
 
 say "stopping redis2: redlock keeps a quorum of two"
 dc stop redis2 2>&1 | sed 's/^/  /' >&2
