@@ -65,11 +65,13 @@ func Local(c *cluster.Cluster, h api.Health, adminToken string) (Env, error) {
 			env.ZKMembers, servers = append(env.ZKMembers, Member{Name: m.Name, Addr: m.Addr}), append(servers, m.Addr)
 		}
 		if env.ZK, err = zk.Dial(servers, zk.SessionOptions{Timeout: 10 * time.Second}); err != nil {
+			_ = env.Close() // what it opened before: etcd's and Redis's clients
 			return Env{}, err
 		}
 	}
 	if s.DB != nil {
 		if env.DB, err = db.Open(s.DSN()); err != nil {
+			_ = env.Close()
 			return Env{}, err
 		}
 		env.DBNode = s.DB.Name
