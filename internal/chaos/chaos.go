@@ -63,10 +63,15 @@ type Off struct {
 	// taken: a dead waiter's turn passes only by the others' own periodic
 	// check.
 	Claim bool
+	// Wake: a release neither hands the lock over (-wait handoff) nor wakes
+	// the next waiter (notify): it frees the lock, and the waiters take it
+	// only at their own periodic check (retry.Backstop), as if every
+	// wake-up were lost.
+	Wake bool
 }
 
 // ParseOff reads a comma-separated list of fixes to switch off (fence, ack,
-// lock, lease-check, claim).
+// lock, lease-check, claim, wake).
 func ParseOff(v string) (Off, bool) {
 	var o Off
 	for _, name := range strings.Split(v, ",") {
@@ -81,6 +86,8 @@ func ParseOff(v string) (Off, bool) {
 			o.LeaseCheck = true
 		case "claim":
 			o.Claim = true
+		case "wake":
+			o.Wake = true
 		default:
 			return Off{}, false
 		}
@@ -89,7 +96,7 @@ func ParseOff(v string) (Off, bool) {
 }
 
 // OffNames are the fixes ParseOff knows.
-const OffNames = "fence, ack, lock, lease-check, claim"
+const OffNames = "fence, ack, lock, lease-check, claim, wake"
 
 // AckWait is how many replicas must acknowledge: n, or 0 with the
 // acknowledgement switched off.

@@ -38,7 +38,7 @@ func mutationDocs(t *testing.T) {
 				runs += " `off=" + m.Off + "`"
 			}
 			if m.Missing != "" {
-				fix, runs = "none yet", "-"
+				fix, runs = "none: "+m.Missing, "-"
 			}
 			b.WriteString("| " + s.Name + " | `" + m.Lock + "` | " + s.Expect[m.Lock] + " | " + fix + " | " + runs + " |\n")
 		}

@@ -109,11 +109,28 @@ func mutation(s Scenario, lock, expected string) Mutation {
 		m.Fix, m.Off = "the releaser's check at the claim deadline", "claim"
 	case s.Name == "majority-down", s.Name == "node-down":
 		m.Fix, m.Off = "the lock: it grants whoever asks", "lock"
+	case s.Name == "lost-wakeup":
+		if v, _ := versions.Lookup(lock); v.Wait {
+			m.Fix, m.Off = "the release's hand-over: the waiters find the free lock only at their own check", "wake"
+		} else {
+			m.Missing = noWakeSwitch[v.Waits]
+		}
 	}
-	if m.Fix == "" {
+	if m.Fix == "" && m.Missing == "" {
 		m.Missing = fmt.Sprintf("no switch yet for %q under %s", expected, lock)
 	}
 	return m
+}
+
+// noWakeSwitch says, by how a library waits (versions.Version.Waits), why
+// its lost-wakeup cell has no switch: the wake-up is not ours to take away.
+var noWakeSwitch = map[string]string{
+	"watch": "its wake-up is the library's own (a watch on the key before it, in the server's session): " +
+		"no switch of ours can lose it, and a lock that grants whoever asks would show an oversell, not a lost wake-up",
+	"poll": "it waits by polling on its own retry strategy: it has no wake-up to lose, " +
+		"and a lock that grants whoever asks would show an oversell, not a lost wake-up",
+	"invalidation": "its wake-up is rueidis' own (Redis' client-side caching invalidations, no timer behind it): " +
+		"no switch of ours can lose it, and its cell already admits the stranding rueidis was measured to have",
 }
 
 // Run runs m's cell with its fix off against e.

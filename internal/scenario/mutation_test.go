@@ -24,6 +24,10 @@ func TestMutationsCanRun(t *testing.T) {
 				if m.Fix != "" || m.Off != "" {
 					t.Errorf("%s: missing (%s) but has a fix %q off=%q", name, m.Missing, m.Fix, m.Off)
 				}
+				// A cell with no switch says why: the plan shows it.
+				if strings.HasPrefix(m.Missing, "no switch yet") {
+					t.Errorf("%s has no switch and no reason: %s", name, m.Missing)
+				}
 				continue
 			}
 			i := slices.IndexFunc(All, func(r Scenario) bool { return r.Name == m.Runs })
@@ -58,7 +62,14 @@ func TestMutationsCanRun(t *testing.T) {
 			t.Errorf("node-down v6 has a mutation (%+v): the stock's own node is down", m)
 		}
 	}
-	if !strings.Contains(chaos.OffNames, "claim") {
-		t.Error("chaos.OffNames lacks claim")
+	if !strings.Contains(chaos.OffNames, "claim") || !strings.Contains(chaos.OffNames, "wake") {
+		t.Error("chaos.OffNames lacks claim or wake")
+	}
+	// Our own locks' wake-up can be lost on purpose; the libraries' cannot.
+	lw := All[slices.IndexFunc(All, func(s Scenario) bool { return s.Name == "lost-wakeup" })]
+	for _, m := range Mutations(lw, versions.Names()) {
+		if v, _ := versions.Lookup(m.Lock); v.Wait != (m.Off == "wake") {
+			t.Errorf("lost-wakeup %s: off=%q (missing %q)", m.Lock, m.Off, m.Missing)
+		}
 	}
 }
