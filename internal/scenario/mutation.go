@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/locklab/locklab/internal/versions"
 )
@@ -27,6 +28,13 @@ type Mutation struct {
 	Runs string `json:"runs"`
 	As   string `json:"as"`
 	Off  string `json:"off,omitempty"` // the sales' off= hook (chaos.Off), "" none
+	// Flaw is the outcome the fix is there to stop, where a cell names it:
+	// the unfixed sibling's expectation (the scenario without its +fix, for
+	// the version run: slow-holder's v4 for slow-holder+fence's), when that
+	// expectation is a flaw. The mutation must then observe exactly it, not
+	// any outcome short of holding. "" when the sibling is expected to hold
+	// too, or there is none (dead-waiter, lost-wakeup): any flaw shows.
+	Flaw string `json:"flaw,omitempty"`
 	// Missing says why the cell has no switch yet ("" when it has one): it
 	// is shown as a gap, never as a pass.
 	Missing string `json:"missing,omitempty"`
@@ -69,9 +77,10 @@ func mutation(s Scenario, lock, expected string) Mutation {
 	switch {
 	case expected == StaleRefused:
 		m.Fix, m.Off = "fencing: the stock compares no other holder's token", "fence"
-	case expected == NoTwoHolders && (s.Name == "failover+ack" || s.Name == "failover-sentinel+ack"),
-		expected == NoConfirmedLost && s.Name == "failover-write+ack":
-		m.Fix, m.Off = "the replicas' acknowledgement", "ack"
+	case expected == NoTwoHolders && (s.Name == "failover+ack" || s.Name == "failover-sentinel+ack"):
+		m.Fix, m.Off = "the replicas' acknowledgement of the lock", "lock-ack"
+	case expected == NoConfirmedLost && s.Name == "failover-write+ack":
+		m.Fix, m.Off = "the replicas' acknowledgement of the stock write", "write-ack"
 	case s.Name == "redlock-restart+delay":
 		m.Fix, m.Runs = "the restarted node's delay (redlock-restart)", "redlock-restart"
 	case s.Name == "redlock-restart+fsync":
@@ -119,7 +128,25 @@ func mutation(s Scenario, lock, expected string) Mutation {
 	if m.Fix == "" && m.Missing == "" {
 		m.Missing = fmt.Sprintf("no switch yet for %q under %s", expected, lock)
 	}
+	if m.Missing == "" {
+		m.Flaw = flaw(m.Runs, m.As)
+	}
 	return m
+}
+
+// flaw is the outcome the unfixed sibling of scenario's cell for lock is
+// expected to show (the scenario's name before its "+"), "" when that cell
+// does not exist or is expected to hold.
+func flaw(scenario, lock string) string {
+	sibling, _, _ := strings.Cut(scenario, "+")
+	i := slices.IndexFunc(All, func(s Scenario) bool { return s.Name == sibling })
+	if i < 0 {
+		return ""
+	}
+	if exp, ok := All[i].Expect[lock]; ok && !slices.Contains(Held, exp) {
+		return exp
+	}
+	return ""
 }
 
 // noWakeSwitch says, by how a library waits (versions.Version.Waits), why
@@ -146,9 +173,15 @@ func (m Mutation) Run(ctx context.Context, e Env) (Cell, error) {
 	return All[i].Run(ctx, e, m.As)
 }
 
-// Shows reports whether c, a mutation's run, showed the flaw: it tested
-// something (not "not tested"), the history agrees with what it observed,
-// and that is no fix holding.
-func Shows(c Cell) bool {
-	return !c.NotTested() && c.Evidence == "" && !slices.Contains(Held, c.Observed)
+// Shows reports whether c, m's run, showed the flaw: it tested something
+// (not "not tested"), the history agrees with what it observed, and that is
+// m's named flaw, or where none is named no fix holding.
+func (m Mutation) Shows(c Cell) bool {
+	if c.NotTested() || c.Evidence != "" {
+		return false
+	}
+	if m.Flaw != "" {
+		return c.Observed == m.Flaw
+	}
+	return !slices.Contains(Held, c.Observed)
 }
