@@ -38,9 +38,7 @@ func TestClaimSwitchedOff(t *testing.T) {
 		t.Run(wait, func(t *testing.T) {
 			key := "claim-off-" + wait
 			g := lua.New(rdb, lua.Options{Key: key, TTL: 20 * time.Second, Handoff: wait == "handoff", Claim: claim})
-			waiting := func(n *retry.Notifier) interface {
-				Acquire(context.Context, string) (lease.Lease, error)
-			} {
+			waiting := func(n *retry.Notifier) locktest.Locker {
 				if wait == "handoff" {
 					return retry.Handoff(g, n, nil)
 				}
@@ -70,14 +68,7 @@ func TestClaimSwitchedOff(t *testing.T) {
 			live := waiting(notifier(t, rdb, key, backstop))
 			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			got := make(chan error, 1)
-			go func() {
-				l, err := live.Acquire(wctx, "alive")
-				if err == nil {
-					err = l.Release(ctx)
-				}
-				got <- err
-			}()
+			got := takeAndGive(wctx, live, "alive")
 			locktest.WaitFor(t, 5*time.Second, "the live waiter queued", func() bool { return rdb.ZCard(ctx, queue).Val() == before+1 })
 			if err := held.Release(off(chaos.Off{Claim: true})); err != nil {
 				t.Fatal(err)
