@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +29,9 @@ const (
 	markNoSwitch  = "NO SWITCH"
 	markError     = "ERROR"
 	markDisagrees = "HISTORY DISAGREES"
+	// markOther: a flaw, but not the one the unfixed sibling shows
+	// (Mutation.Flaw): the cell did not show what its fix is there to stop.
+	markOther = "OTHER FLAW"
 )
 
 // runMutations runs, for each chosen cell expected to hold, the same cell
@@ -70,8 +74,10 @@ func runMutations(ctx context.Context, o options, stdout, stderr io.Writer) int 
 					r.Mark, r.Observed, r.Detail = markNotTested, c.Observed, c.Detail
 				case c.Evidence != "": // what it observed, its history contradicts
 					r.Mark, r.Observed, r.Detail = markDisagrees, c.Observed, c.Detail+evidence(c)
-				case scenario.Shows(c):
+				case m.Shows(c):
 					r.Mark, r.Observed, r.Detail = markShown, c.Observed, c.Detail
+				case m.Flaw != "" && !slices.Contains(scenario.Held, c.Observed):
+					r.Mark, r.Observed, r.Detail = markOther, c.Observed, fmt.Sprintf("want %q; %s", m.Flaw, c.Detail)
 				default:
 					r.Mark, r.Observed, r.Detail = markHolds, c.Observed, c.Detail+evidence(c)
 				}

@@ -47,9 +47,13 @@ type Off struct {
 	// Fence: the stock compares the sale's token with no other holder's:
 	// each sale fences in a token domain of its own.
 	Fence bool
-	// Ack: nothing waits for the replicas' acknowledgement (-replica-ack,
-	// replica_ack=N): the lock's and the stock write's.
-	Ack bool
+	// LockAck: the lock's acquisition waits for no replica's
+	// acknowledgement (-replica-ack, replica_ack=N; package replicaack).
+	// The stock write's still does: each cell proves its own.
+	LockAck bool
+	// WriteAck: the sale's stock write waits for no replica's
+	// acknowledgement; the lock's still does.
+	WriteAck bool
 	// Lock: the lock grants whoever asks, at once: the sale goes on without
 	// waiting for it (unfenced: it has no token). It still asks for it in
 	// the background and releases what it got when the sale ends, so a
@@ -63,24 +67,32 @@ type Off struct {
 	// taken: a dead waiter's turn passes only by the others' own periodic
 	// check.
 	Claim bool
+	// Wake: a release neither hands the lock over (-wait handoff) nor wakes
+	// the next waiter (notify): it frees the lock, and the waiters take it
+	// only at their own periodic check (retry.Backstop), as if every
+	// wake-up were lost.
+	Wake bool
 }
 
-// ParseOff reads a comma-separated list of fixes to switch off (fence, ack,
-// lock, lease-check, claim).
+// ParseOff reads a comma-separated list of fixes to switch off (OffNames).
 func ParseOff(v string) (Off, bool) {
 	var o Off
 	for _, name := range strings.Split(v, ",") {
 		switch name {
 		case "fence":
 			o.Fence = true
-		case "ack":
-			o.Ack = true
+		case "lock-ack":
+			o.LockAck = true
+		case "write-ack":
+			o.WriteAck = true
 		case "lock":
 			o.Lock = true
 		case "lease-check":
 			o.LeaseCheck = true
 		case "claim":
 			o.Claim = true
+		case "wake":
+			o.Wake = true
 		default:
 			return Off{}, false
 		}
@@ -89,13 +101,25 @@ func ParseOff(v string) (Off, bool) {
 }
 
 // OffNames are the fixes ParseOff knows.
-const OffNames = "fence, ack, lock, lease-check, claim"
+const OffNames = "fence, lock-ack, write-ack, lock, lease-check, claim, wake"
 
-// AckWait is how many replicas must acknowledge: n, or 0 with the
-// acknowledgement switched off.
-func AckWait(ctx context.Context, n int) int {
+// LockAckWait is how many replicas must acknowledge a lock's acquisition:
+// n or the request's replica_ack, 0 with the lock's acknowledgement
+// switched off.
+func LockAckWait(ctx context.Context, n int) int {
 	f := From(ctx)
-	if f.Off.Ack {
+	if f.Off.LockAck {
+		return 0
+	}
+	return max(n, f.ReplicaAck)
+}
+
+// WriteAckWait is how many replicas must acknowledge a sale's stock write:
+// n or the request's replica_ack, 0 with the write's acknowledgement
+// switched off.
+func WriteAckWait(ctx context.Context, n int) int {
+	f := From(ctx)
+	if f.Off.WriteAck {
 		return 0
 	}
 	return max(n, f.ReplicaAck)

@@ -73,9 +73,9 @@ func TestLockSwitchedOff(t *testing.T) {
 	}
 }
 
-// The acknowledgement switched off: a sale that asks for one replica's
-// acknowledgement of a node with none sells (200) instead of answering
-// indeterminate.
+// The write's acknowledgement switched off: a sale that asks for one
+// replica's acknowledgement of a node with none sells (200) instead of
+// answering indeterminate; the lock's switched off changes nothing there.
 func TestAckSwitchedOff(t *testing.T) {
 	rdb := redistest.Start(t).Client()
 	setStock(t, rdb, 5)
@@ -85,9 +85,13 @@ func TestAckSwitchedOff(t *testing.T) {
 	if _, err := svc.Sell(chaos.With(context.Background(), ack), m); !errors.Is(err, sale.ErrIndeterminate) {
 		t.Fatalf("with the acknowledgement: %v, want ErrIndeterminate (no replica)", err)
 	}
-	ack.Off.Ack = true
+	ack.Off.LockAck = true // the lock's: atomic takes none, so still indeterminate
+	if _, err := svc.Sell(chaos.With(context.Background(), ack), m); !errors.Is(err, sale.ErrIndeterminate) {
+		t.Fatalf("with only the lock's acknowledgement off: %v, want ErrIndeterminate", err)
+	}
+	ack.Off = chaos.Off{WriteAck: true}
 	if _, err := svc.Sell(chaos.With(context.Background(), ack), m); err != nil {
-		t.Fatalf("with the acknowledgement off: %v, want it sold", err)
+		t.Fatalf("with the write's acknowledgement off: %v, want it sold", err)
 	}
 }
 

@@ -541,7 +541,7 @@ func (s *Service) sellAtomic(ctx context.Context, tr *Trace) (Result, error) {
 // a failover to a replica that missed it would lose it (seed 004's problem
 // 4, for the stock rather than the lock).
 func (s *Service) replicated(ctx context.Context) error {
-	n := chaos.AckWait(ctx, s.replicaAck)
+	n := chaos.WriteAckWait(ctx, s.replicaAck)
 	if n == 0 {
 		return nil
 	}

@@ -10,20 +10,32 @@ import (
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/locks/handoff"
 	"github.com/locklab/locklab/internal/locks/retry"
+	"github.com/redis/go-redis/v9"
 )
 
-// MovesOn is dead-waiter's good outcome: the queue went past the dead waiter
-// after its claim deadline (a short wait, not a lease or its own deadline).
-const MovesOn = "moves on after the claim deadline, no oversell"
+// dead-waiter's outcomes.
+const (
+	// MovesOn is the good one: the releasing replica's check at the dead
+	// waiter's claim deadline passed the lock on (its passes counter rose),
+	// and the live waiter was served, with nothing oversold.
+	MovesOn = "moves on after the claim deadline, no oversell"
+	// OwnCheck is the queue moving past the dead waiter with nothing passed
+	// on by the releaser: the live waiter took the lock at its own periodic
+	// check (every second), as every waiter behind a dead one would.
+	OwnCheck = "moves on only by the waiters' own check, nothing passed on"
+)
 
 // deadWaiter: H, on replica 2, holds the lock for half a lease. D, on
 // replica 1, queues behind it (-wait handoff or notify, per request), then A,
 // on replica 2, behind D. Replica 1 is killed (SIGKILL): D heads the queue
 // and is dead. H releases; the release hands the lock to D (handoff) or
 // wakes D (notify), who never takes it. The releasing replica checks at the
-// claim deadline and serves A. Observed: how long after H's reply A's came,
-// whether anything was oversold, and whether the lock is left held once A
-// has released. Replica 1 is started again.
+// claim deadline and serves A. Observed: whether that check passed the lock
+// on (the lock's passes counter in Redis, which only the releasing side
+// raises: A's own check every second would serve A too, only later, and a
+// time bound cannot tell the two apart on a 1 s lease), how long after H's
+// reply A's came, whether anything was oversold, and whether the lock is
+// left held once A has released. Replica 1 is started again.
 func deadWaiter(wait string) runFunc {
 	return func(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error) {
 		hooks := "wait=" + wait
@@ -52,6 +64,10 @@ func deadWaiter(wait string) runFunc {
 		a := e.sellAt(ctx, e.Replicas[1].URL, lock, hooks)
 		if err := e.waitUntil(ctx, 5*time.Second, queued(ahead+2)); err != nil {
 			return "", "", fmt.Errorf("the live waiter never queued: %w", err)
+		}
+		passedBefore, err := e.passed(ctx, wait)
+		if err != nil {
+			return "", "", err
 		}
 		restart, err := e.Procs.Kill(e.Replicas[0].Name)
 		if err != nil {
@@ -82,20 +98,39 @@ func deadWaiter(wait string) runFunc {
 		if err != nil {
 			return "", "", err
 		}
-		detail += fmt.Sprintf(", the live waiter answered %s after the holder (claim deadline %s)", gap.Round(time.Millisecond), handoff.DefaultClaim)
+		passedAfter, err := e.passed(ctx, wait)
+		if err != nil {
+			return "", "", err
+		}
+		passed := passedAfter - passedBefore
+		detail += fmt.Sprintf(", the live waiter answered %s after the holder (claim deadline %s), %d dead waiter(s) passed over by the releasing replica", gap.Round(time.Millisecond), handoff.DefaultClaim, passed)
 		if held {
 			detail += ", the lock left held after every sale ended"
 		}
 		switch {
 		case ra.code == api.CodeLockTimeout:
 			return Deadlock, detail, nil
-		case ra.status == http.StatusOK && oversold == 0 && !held && gap < handoff.DefaultClaim+e.TTL/2:
+		case ra.status == http.StatusOK && oversold == 0 && !held && passed > 0:
 			return MovesOn, detail, nil
 		case ra.status == http.StatusOK && oversold == 0 && !held:
-			return fmt.Sprintf("moves on after %s", gap.Round(100*time.Millisecond)), detail, nil
+			return OwnCheck, detail, nil
 		}
 		return "unexpected reply", detail, nil
 	}
+}
+
+// passed is the running cell's lock's count of dead waiters the releasing
+// side passed over for wait (handoff.Keys.Passed, retry.PassedKey).
+func (e Env) passed(ctx context.Context, wait string) (int64, error) {
+	key := handoff.For(e.LockKey).Passed
+	if wait == "notify" {
+		key = retry.PassedKey(e.LockKey)
+	}
+	n, err := e.Redis.Get(ctx, key).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	return n, err
 }
 
 // queued is how many waiters the running cell's lock has queued for wait.

@@ -30,7 +30,7 @@ func TestDocs(t *testing.T) {
 // how it is switched off, as Mutations has them.
 func mutationDocs(t *testing.T) {
 	var b strings.Builder
-	b.WriteString("| cell | lock | expected | fix switched off | runs |\n|---|---|---|---|---|\n")
+	b.WriteString("| cell | lock | expected | fix switched off | runs | must show |\n|---|---|---|---|---|---|\n")
 	for _, s := range All {
 		for _, m := range Mutations(s, versions.Names()) {
 			fix, runs := m.Fix, m.Runs+" `"+m.As+"`"
@@ -38,9 +38,13 @@ func mutationDocs(t *testing.T) {
 				runs += " `off=" + m.Off + "`"
 			}
 			if m.Missing != "" {
-				fix, runs = "none yet", "-"
+				fix, runs = "none: "+m.Missing, "-"
 			}
-			b.WriteString("| " + s.Name + " | `" + m.Lock + "` | " + s.Expect[m.Lock] + " | " + fix + " | " + runs + " |\n")
+			must := m.Flaw
+			if must == "" && m.Missing == "" {
+				must = "any flaw"
+			}
+			b.WriteString("| " + s.Name + " | `" + m.Lock + "` | " + s.Expect[m.Lock] + " | " + fix + " | " + runs + " | " + must + " |\n")
 		}
 	}
 	docgen.Check(t, "../../docs/evidence.md", "mutations-plan", b.String())

@@ -24,8 +24,11 @@ import (
 // 500 ms, gives the lock up and sells nothing (503): one holder only. That
 // is the +ack cell's precondition, checked: a 503 after a WAIT reached the
 // node, the stock untouched; otherwise the cell is "not tested". An A that
-// sold anyway (the acknowledgement not waited for) is the fix failing: the
-// failover loses its sale, and the cell observes a confirmed sale lost. After
+// gets past the acknowledgement (not waited for: off=lock-ack) and reads
+// the stock holding the lock is the fix failing: the failover comes while it
+// holds, as in the cell without +ack, and the history shows two holders. An
+// A that sold before the failover had its sale lost by it: a confirmed sale
+// lost. After
 // the cell the old primary comes back, empty, as the primary again, and the
 // standby follows it.
 func failover(ack bool) runFunc {
@@ -48,16 +51,15 @@ func failover(ack bool) runFunc {
 		if ack {
 			// A's acquisition waits for the standby and gives up: its reply
 			// comes before the failover. Its precondition: it was the
-			// acknowledgement that stopped it. A 200 is the fix failing,
-			// and the failover shows what that sale lost.
-			waits, err := calls(ctx, e.Redis, "wait")
-			if err != nil {
+			// acknowledgement that stopped it. An A that got past the
+			// acknowledgement (it read the stock, holding the lock) is the
+			// fix failing: the failover then comes while it holds, as in
+			// failover, and the history shows what that costs.
+			var waits int64
+			if a, ra, waits, err = e.heldOrGaveUp(ctx, lock, hooks+"&replica_ack=1"); err != nil {
 				return "", "", err
 			}
-			if ra = <-e.sellAt(ctx, e.Replicas[0].URL, lock, hooks+"&replica_ack=1"); ra.err != nil {
-				return "", "", ra.err
-			}
-			if ra.outcome != api.Sold {
+			if a == nil && ra.outcome != api.Sold {
 				why, err := e.ackStopped(ctx, ra, waits, before)
 				if err != nil || why != "" {
 					return notTested(why), "reply " + ra.String(), err
@@ -94,6 +96,43 @@ func failover(ack bool) runFunc {
 		}
 		return byHistory, detail, nil
 	}
+}
+
+// heldOrGaveUp starts a sale on replica 1 with hooks, one that asks for
+// its lock's acknowledgement, and waits for whichever comes first: its
+// reply (it gave the lock up, or sold without holding it through anything),
+// returned with a nil channel; or its read of the stock (it holds the lock
+// past any acknowledgement), returned as the channel its reply will come
+// on. waits is how many WAITs the stock's node had served before the sale.
+func (e Env) heldOrGaveUp(ctx context.Context, lock, hooks string) (a <-chan reply, ra reply, waits int64, err error) {
+	if waits, err = calls(ctx, e.Redis, "wait"); err != nil {
+		return nil, reply{}, 0, err
+	}
+	reads, err := e.getCalls(ctx)
+	if err != nil {
+		return nil, reply{}, 0, err
+	}
+	s := e.sellAt(ctx, e.Replicas[0].URL, lock, hooks)
+	replied := false
+	err = e.waitUntil(ctx, 5*time.Second, func() (bool, error) {
+		select {
+		case ra = <-s:
+			replied = true
+			return true, nil
+		default:
+		}
+		n, err := e.getCalls(ctx)
+		return n > reads, err
+	})
+	switch {
+	case replied:
+		return nil, ra, waits, ra.err
+	case err != nil:
+		<-s
+		return nil, reply{}, 0, fmt.Errorf("the first sale neither answered nor read the stock: %w", err)
+	}
+	e.mark(e.Replicas[0].Name + " holds the lock past its acknowledgement and read the stock")
+	return s, reply{}, waits, nil
 }
 
 // failoverWrite (seed 004's problem 4, for the stock instead of the lock):

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/locklab/locklab/internal/versions"
 )
@@ -27,6 +28,13 @@ type Mutation struct {
 	Runs string `json:"runs"`
 	As   string `json:"as"`
 	Off  string `json:"off,omitempty"` // the sales' off= hook (chaos.Off), "" none
+	// Flaw is the outcome the fix is there to stop, where a cell names it:
+	// the unfixed sibling's expectation (the scenario without its +fix, for
+	// the version run: slow-holder's v4 for slow-holder+fence's), when that
+	// expectation is a flaw. The mutation must then observe exactly it, not
+	// any outcome short of holding. "" when the sibling is expected to hold
+	// too, or there is none (dead-waiter, lost-wakeup): any flaw shows.
+	Flaw string `json:"flaw,omitempty"`
 	// Missing says why the cell has no switch yet ("" when it has one): it
 	// is shown as a gap, never as a pass.
 	Missing string `json:"missing,omitempty"`
@@ -69,9 +77,10 @@ func mutation(s Scenario, lock, expected string) Mutation {
 	switch {
 	case expected == StaleRefused:
 		m.Fix, m.Off = "fencing: the stock compares no other holder's token", "fence"
-	case expected == NoTwoHolders && (s.Name == "failover+ack" || s.Name == "failover-sentinel+ack"),
-		expected == NoConfirmedLost && s.Name == "failover-write+ack":
-		m.Fix, m.Off = "the replicas' acknowledgement", "ack"
+	case expected == NoTwoHolders && (s.Name == "failover+ack" || s.Name == "failover-sentinel+ack"):
+		m.Fix, m.Off = "the replicas' acknowledgement of the lock", "lock-ack"
+	case expected == NoConfirmedLost && s.Name == "failover-write+ack":
+		m.Fix, m.Off = "the replicas' acknowledgement of the stock write", "write-ack"
 	case s.Name == "redlock-restart+delay":
 		m.Fix, m.Runs = "the restarted node's delay (redlock-restart)", "redlock-restart"
 	case s.Name == "redlock-restart+fsync":
@@ -109,11 +118,46 @@ func mutation(s Scenario, lock, expected string) Mutation {
 		m.Fix, m.Off = "the releaser's check at the claim deadline", "claim"
 	case s.Name == "majority-down", s.Name == "node-down":
 		m.Fix, m.Off = "the lock: it grants whoever asks", "lock"
+	case s.Name == "lost-wakeup":
+		if v, _ := versions.Lookup(lock); v.Wait {
+			m.Fix, m.Off = "the release's hand-over: the waiters find the free lock only at their own check", "wake"
+		} else {
+			m.Missing = noWakeSwitch[v.Waits]
+		}
 	}
-	if m.Fix == "" {
+	if m.Fix == "" && m.Missing == "" {
 		m.Missing = fmt.Sprintf("no switch yet for %q under %s", expected, lock)
 	}
+	if m.Missing == "" {
+		m.Flaw = flaw(m.Runs, m.As)
+	}
 	return m
+}
+
+// flaw is the outcome the unfixed sibling of scenario's cell for lock is
+// expected to show (the scenario's name before its "+"), "" when that cell
+// does not exist or is expected to hold.
+func flaw(scenario, lock string) string {
+	sibling, _, _ := strings.Cut(scenario, "+")
+	i := slices.IndexFunc(All, func(s Scenario) bool { return s.Name == sibling })
+	if i < 0 {
+		return ""
+	}
+	if exp, ok := All[i].Expect[lock]; ok && !slices.Contains(Held, exp) {
+		return exp
+	}
+	return ""
+}
+
+// noWakeSwitch says, by how a library waits (versions.Version.Waits), why
+// its lost-wakeup cell has no switch: the wake-up is not ours to take away.
+var noWakeSwitch = map[string]string{
+	"watch": "its wake-up is the library's own (a watch on the key before it, in the server's session): " +
+		"no switch of ours can lose it, and a lock that grants whoever asks would show an oversell, not a lost wake-up",
+	"poll": "it waits by polling on its own retry strategy: it has no wake-up to lose, " +
+		"and a lock that grants whoever asks would show an oversell, not a lost wake-up",
+	"invalidation": "its wake-up is rueidis' own (Redis' client-side caching invalidations, no timer behind it): " +
+		"no switch of ours can lose it, and its cell already admits the stranding rueidis was measured to have",
 }
 
 // Run runs m's cell with its fix off against e.
@@ -129,9 +173,15 @@ func (m Mutation) Run(ctx context.Context, e Env) (Cell, error) {
 	return All[i].Run(ctx, e, m.As)
 }
 
-// Shows reports whether c, a mutation's run, showed the flaw: it tested
-// something (not "not tested"), the history agrees with what it observed,
-// and that is no fix holding.
-func Shows(c Cell) bool {
-	return !c.NotTested() && c.Evidence == "" && !slices.Contains(Held, c.Observed)
+// Shows reports whether c, m's run, showed the flaw: it tested something
+// (not "not tested"), the history agrees with what it observed, and that is
+// m's named flaw, or where none is named no fix holding.
+func (m Mutation) Shows(c Cell) bool {
+	if c.NotTested() || c.Evidence != "" {
+		return false
+	}
+	if m.Flaw != "" {
+		return c.Observed == m.Flaw
+	}
+	return !slices.Contains(Held, c.Observed)
 }

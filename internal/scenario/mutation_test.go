@@ -24,6 +24,10 @@ func TestMutationsCanRun(t *testing.T) {
 				if m.Fix != "" || m.Off != "" {
 					t.Errorf("%s: missing (%s) but has a fix %q off=%q", name, m.Missing, m.Fix, m.Off)
 				}
+				// A cell with no switch says why: the plan shows it.
+				if strings.HasPrefix(m.Missing, "no switch yet") {
+					t.Errorf("%s has no switch and no reason: %s", name, m.Missing)
+				}
 				continue
 			}
 			i := slices.IndexFunc(All, func(r Scenario) bool { return r.Name == m.Runs })
@@ -58,7 +62,56 @@ func TestMutationsCanRun(t *testing.T) {
 			t.Errorf("node-down v6 has a mutation (%+v): the stock's own node is down", m)
 		}
 	}
-	if !strings.Contains(chaos.OffNames, "claim") {
-		t.Error("chaos.OffNames lacks claim")
+	if !strings.Contains(chaos.OffNames, "claim") || !strings.Contains(chaos.OffNames, "wake") {
+		t.Error("chaos.OffNames lacks claim or wake")
+	}
+	// Our own locks' wake-up can be lost on purpose; the libraries' cannot.
+	lw := All[slices.IndexFunc(All, func(s Scenario) bool { return s.Name == "lost-wakeup" })]
+	for _, m := range Mutations(lw, versions.Names()) {
+		if v, _ := versions.Lookup(m.Lock); v.Wait != (m.Off == "wake") {
+			t.Errorf("lost-wakeup %s: off=%q (missing %q)", m.Lock, m.Off, m.Missing)
+		}
+	}
+}
+
+// A mutation whose unfixed sibling names a flaw must observe that flaw; one
+// with none named, any outcome short of holding; none shows the flaw when
+// it tested nothing or its history disagrees.
+func TestMutationShows(t *testing.T) {
+	find := func(scenario, lock string) Mutation {
+		i := slices.IndexFunc(All, func(s Scenario) bool { return s.Name == scenario })
+		ms := Mutations(All[i], []string{lock})
+		if len(ms) != 1 {
+			t.Fatalf("%s %s: %d mutations", scenario, lock, len(ms))
+		}
+		return ms[0]
+	}
+	ack := find("failover+ack", "v6")
+	if ack.Flaw != TwoHolders {
+		t.Fatalf("failover+ack v6 must show %q, want %q (failover's v6)", ack.Flaw, TwoHolders)
+	}
+	fence := find("slow-holder+fence", "v8") // runs v7: slow-holder's v7 is the flaw
+	if i := slices.IndexFunc(All, func(s Scenario) bool { return s.Name == "slow-holder" }); fence.Flaw != All[i].Expect["v7"] {
+		t.Fatalf("slow-holder+fence v8 must show %q, want slow-holder's v7", fence.Flaw)
+	}
+	if dead := find("dead-waiter-handoff", "v6"); dead.Flaw != "" {
+		t.Fatalf("dead-waiter names a flaw %q; it has no unfixed sibling", dead.Flaw)
+	}
+	for _, tc := range []struct {
+		m    Mutation
+		c    Cell
+		want bool
+	}{
+		{ack, Cell{Observed: TwoHolders}, true},
+		{ack, Cell{Observed: ConfirmedLost}, false}, // a flaw, not the lock's
+		{ack, Cell{Observed: NoTwoHolders}, false},
+		{ack, Cell{Observed: TwoHolders, Evidence: "the history shows one holder"}, false},
+		{ack, Cell{Observed: notTested("no failover")}, false},
+		{find("dead-waiter-notify", "v3"), Cell{Observed: OwnCheck}, true},
+		{find("dead-waiter-notify", "v3"), Cell{Observed: MovesOn}, false},
+	} {
+		if got := tc.m.Shows(tc.c); got != tc.want {
+			t.Errorf("%s %s observing %q (evidence %q): shows %v, want %v", tc.m.Scenario, tc.m.Lock, tc.c.Observed, tc.c.Evidence, got, tc.want)
+		}
 	}
 }

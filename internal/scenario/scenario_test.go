@@ -35,7 +35,7 @@ func TestMatrix(t *testing.T) {
 // of versions that exist: a typo there would fail every run of its cell.
 func TestCatalogue(t *testing.T) {
 	outcomes := []string{Oversell, NoOversell, ForeignDelete, NoForeignDelete, DeletesSuccessor, KeepsSuccessor,
-		WaitsOnItself, Passes, StaleRefused, Deadlock, Clean503, KeepsSelling, Resumes, ResumesAtOnce, WaitsForHolder, StopsBeforeWrite, TwoHolders, NoTwoHolders, ConfirmedLost, NoConfirmedLost, MovesOn, AllWoken, Stranded, StrandsCleanly}
+		WaitsOnItself, Passes, StaleRefused, Deadlock, Clean503, KeepsSelling, Resumes, ResumesAtOnce, WaitsForHolder, StopsBeforeWrite, TwoHolders, NoTwoHolders, ConfirmedLost, NoConfirmedLost, MovesOn, OwnCheck, AllWoken, Stranded, StrandsCleanly}
 	for _, s := range All {
 		if len(s.Expect) == 0 || s.run == nil || s.Injected == "" {
 			t.Errorf("%s is incomplete", s.Name)

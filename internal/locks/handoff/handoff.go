@@ -85,6 +85,11 @@ type Plain struct{ Name, Src string }
 // takes them (List).
 type Keys struct {
 	Lock, Queue, Deadlines, Counter, Granted string
+	// Passed counts the grants the releasing process's check took back at
+	// their claim deadline (reclaim.lua) and passed on: how a run tells that
+	// check's work from the waiters' own periodic check, which takes a free
+	// lock just as well, only later (make mutations, dead-waiter-handoff).
+	Passed string
 }
 
 // For returns the hand-off keys of lockKey.
@@ -95,6 +100,7 @@ func For(lockKey string) Keys {
 		Deadlines: lockKey + ":handoff:deadlines",
 		Counter:   fence.CounterKey(lockKey),
 		Granted:   lockKey + ":handoff:granted",
+		Passed:    lockKey + ":handoff:passed",
 	}
 }
 
@@ -189,7 +195,7 @@ func (g *Giver) Released(ctx context.Context, reply any) (int64, error) {
 func (g *Giver) reclaim() time.Duration {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ms, err := reclaimScript.Run(ctx, g.rdb, g.keys.List(), g.kind, g.ClaimMS()).Int64()
+	ms, err := reclaimScript.Run(ctx, g.rdb, append(g.keys.List(), g.keys.Passed), g.kind, g.ClaimMS()).Int64()
 	if err != nil || ms <= 0 {
 		return 0
 	}

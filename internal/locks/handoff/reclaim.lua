@@ -5,7 +5,9 @@
 -- (queue.lua).
 -- KEYS[1]: the lock key. KEYS[2]: the fencing counter (used only when the
 -- next owner queued fenced). KEYS[3]: the queue. KEYS[4]: the deadlines.
--- KEYS[5]: the grant marker.
+-- KEYS[5]: the grant marker. KEYS[6]: the passes counter (Keys.Passed):
+-- incremented each time this check takes a grant back, so that a run can see
+-- who passed the lock on (this check, not the waiters' own periodic one).
 -- ARGV[1]: the lock's kind: 'string' (v3 to v6) or 'hash' (v7, v8).
 -- ARGV[2]: how long the next owner has to claim it, in ms.
 -- The next owner gets a fencing token, in this same step, when it queued
@@ -28,6 +30,7 @@ if not (kind == 'none'
     or (kind == 'hash' and redis.call('HEXISTS', KEYS[1], grantee) == 1)) then
   return 0
 end
+redis.call('INCR', KEYS[6])
 if handoff_pass(ARGV[1], ARGV[2]) then
   return tonumber(ARGV[2])
 end

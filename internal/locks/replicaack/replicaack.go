@@ -53,7 +53,7 @@ func Wrap(l Locker, rdb *redis.Client, key string, n int) *Acked {
 // them it releases the lock and returns ErrNotAcknowledged.
 func (a *Acked) Acquire(ctx context.Context, owner string) (lease.Lease, error) {
 	l, err := a.l.Acquire(ctx, owner)
-	n := chaos.AckWait(ctx, a.n)
+	n := chaos.LockAckWait(ctx, a.n)
 	if err != nil || n == 0 {
 		return l, err
 	}

@@ -57,3 +57,22 @@ func TestAcknowledged(t *testing.T) {
 		t.Fatalf("with replica_ack=1 from the request: %v, want ErrNotAcknowledged", err)
 	}
 }
+
+// The lock's acknowledgement switched off (off=lock-ack, make mutations):
+// with no replica to acknowledge, the acquisition is kept at once; the
+// write's switched off (off=write-ack) leaves the lock's in place.
+func TestLockAckSwitchedOff(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.Start(t).Client() // no replica: nothing can acknowledge
+	l := replicaack.Wrap(locktest.Poll(lua.New(rdb, lua.Options{Key: "lock", TTL: 10 * time.Second})), rdb, "lock:ack", 1)
+	if _, err := l.Acquire(chaos.With(ctx, chaos.Faults{Off: chaos.Off{WriteAck: true}}), "a"); !errors.Is(err, replicaack.ErrNotAcknowledged) {
+		t.Fatalf("with only the write's acknowledgement off: %v, want ErrNotAcknowledged", err)
+	}
+	held, err := l.Acquire(chaos.With(ctx, chaos.Faults{Off: chaos.Off{LockAck: true}}), "b")
+	if err != nil {
+		t.Fatalf("with the lock's acknowledgement off: %v, want the lock", err)
+	}
+	if err := held.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

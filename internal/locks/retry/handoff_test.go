@@ -272,6 +272,9 @@ func TestHandoffDeadWaiter(t *testing.T) {
 				t.Fatalf("the live waiter was served %s after the release: the dead waiter's grant was not passed on at its claim deadline (%s)", waited, claim)
 			}
 			assertHolder(t, rdb, key, "alive")
+			if n, err := rdb.Get(ctx, handoff.For(key).Passed).Int(); err != nil || n != 1 {
+				t.Fatalf("passes counter %d (%v), want 1: the releasing process's check passed the dead waiter's grant on", n, err)
+			}
 			if l.Token() <= holder.Token()+1 {
 				t.Fatalf("token %d after the holder's %d: the dead waiter's grant and the live one's each issue one", l.Token(), holder.Token())
 			}

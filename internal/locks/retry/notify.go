@@ -45,6 +45,7 @@ type Notifier struct {
 	lockKey  string
 	queue    string
 	woken    string // notify's woken waiters and their claim deadlines
+	passed   string // the dead woken waiters this side dropped (PassedKey)
 	claim    time.Duration
 	channel  string // notify's wake-ups, every replica's
 	grants   string // hand-off's grants to this Notifier's waiters only
@@ -68,6 +69,13 @@ type Notifier struct {
 func QueueKeys(lockKey string) (queue, woken string) {
 	return lockKey + ":queue", lockKey + ":queue:woken"
 }
+
+// PassedKey counts the dead woken waiters of lockKey's -wait notify queue
+// that a release, or the releasing process's check at their claim deadline,
+// dropped to wake the next: how a run tells that check's work from the
+// waiters' own periodic check (enqueue.lua), which drops them too, only
+// later (make mutations, dead-waiter-notify).
+func PassedKey(lockKey string) string { return lockKey + ":queue:passed" }
 
 // WakeChannel is the channel -wait notify wakes lockKey's waiters on, every
 // replica's.
@@ -117,6 +125,7 @@ func NewNotifier(ctx context.Context, rdb *redis.Client, lockKey string, backsto
 		lockKey:  lockKey,
 		queue:    queue,
 		woken:    woken,
+		passed:   PassedKey(lockKey),
 		claim:    claim,
 		channel:  WakeChannel(lockKey),
 		grants:   handoff.For(lockKey).Grants(uuid.NewString()),
@@ -283,17 +292,18 @@ func (n *Notifier) enqueue(ctx context.Context, owner string, wait time.Duration
 // failure is only logged: the entry expires at its deadline, and the waiters
 // check their place every Backstop.
 func (n *Notifier) leave(ctx context.Context, owner string) {
-	if n.wake(ctx, owner) && !chaos.From(ctx).Off.Claim { // switched off only by make mutations
+	if n.wake(ctx, owner, true) && !chaos.From(ctx).Off.Claim { // switched off only by make mutations
 		n.recheck.After(n.claim + time.Millisecond)
 	}
 }
 
-// wake runs wake.lua for owner ("" for none) and reports whether a waiter
-// was woken, or is still within its claim deadline.
-func (n *Notifier) wake(ctx context.Context, owner string) bool {
+// wake runs wake.lua for owner ("" for none), waking the next waiter when
+// wake is set, and reports whether a waiter was woken, or is still within
+// its claim deadline.
+func (n *Notifier) wake(ctx context.Context, owner string, wake bool) bool {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	err := wakeScript.Run(ctx, n.rdb, []string{n.queue, n.lockKey, n.woken}, owner, n.channel, n.claim.Milliseconds()).Err()
+	err := wakeScript.Run(ctx, n.rdb, []string{n.queue, n.lockKey, n.woken, n.passed}, owner, n.channel, n.claim.Milliseconds(), handoff.Flag(wake)).Err()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		n.log.Warn("leaving the wait queue", "queue", n.queue, "err", err)
 	}
@@ -310,7 +320,7 @@ func (n *Notifier) check() time.Duration {
 		return 0
 	default:
 	}
-	if n.wake(context.Background(), "") {
+	if n.wake(context.Background(), "", true) {
 		return n.claim + time.Millisecond
 	}
 	return 0
@@ -337,12 +347,17 @@ func (n *Notifier) holding(owner string) bool {
 }
 
 // released records that owner gave back one hold, and wakes the next waiter
-// when the lock is free.
+// when the lock is free (with the wake-up switched off, chaos.Off.Wake, it
+// only leaves the queue).
 func (n *Notifier) released(ctx context.Context, owner string) {
 	n.mu.Lock()
 	if n.holders[owner]--; n.holders[owner] <= 0 {
 		delete(n.holders, owner)
 	}
 	n.mu.Unlock()
+	if chaos.From(ctx).Off.Wake { // switched off only by make mutations: wakes none
+		n.wake(ctx, owner, false)
+		return
+	}
 	n.leave(ctx, owner)
 }

@@ -255,6 +255,9 @@ func TestNotifyDeadWaiter(t *testing.T) {
 			if n := rdb.Exists(ctx, key+":queue", key+":queue:woken").Val(); n != 0 {
 				t.Fatalf("queue %v, woken %v left behind", rdb.ZRange(ctx, key+":queue", 0, -1).Val(), rdb.HGetAll(ctx, key+":queue:woken").Val())
 			}
+			if n, err := rdb.Get(ctx, retry.PassedKey(key)).Int(); err != nil || n != 1 {
+				t.Fatalf("passes counter %d (%v), want 1: the releasing process's check dropped the dead waiter", n, err)
+			}
 			t.Logf("%s: served %s after the release (claim deadline %s)", name, waited.Round(time.Millisecond), claim)
 		})
 	}

@@ -185,7 +185,7 @@ func (l *Locker) release(ctx context.Context, owner string) error {
 		chaos.BeforeDelete(ctx)
 		// lesson:end
 	}
-	if l.opts.Handoff {
+	if l.opts.Handoff && !chaos.From(ctx).Off.Wake { // switched off only by make mutations
 		return l.HandOver(ctx, owner, false)
 	}
 	// lesson:begin v3 v4 v5

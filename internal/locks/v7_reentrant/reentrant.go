@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/abandon"
 	"github.com/locklab/locklab/internal/locks/fence"
@@ -139,7 +140,7 @@ func (l *Locker) Leave(ctx context.Context, owner string) error {
 func (l *Locker) release(ctx context.Context, owner string) error {
 	var n int64
 	var err error
-	if l.opts.Handoff {
+	if l.opts.Handoff && !chaos.From(ctx).Off.Wake { // switched off only by make mutations
 		var reply any
 		reply, err = handoverScript.Run(ctx, l.rdb, l.keys.List(), owner, l.giver.ClaimMS()).Result()
 		if err == nil {
