@@ -213,9 +213,13 @@ func Queued(wait string) bool { return wait == "notify" || wait == "handoff" }
 // Variant is one way of building every version: how v3-v8 wait for a taken
 // lock (one of Waits; redlock always polls, v1 and v2 wait in the process),
 // and whether the locks that can (v3-v8, redlock) hand out fencing tokens.
+// Lease, when set, is the lease of every version that has one in place of
+// Deps.TTL: the lab's lessons step a sale by hand, and their lease must be
+// one a learner can watch run out (server.LessonLease).
 type Variant struct {
 	Wait  string
 	Fence bool
+	Lease time.Duration
 }
 
 // Build returns one sale.Method per version, built as v says.
@@ -257,6 +261,9 @@ func Build(d Deps, v Variant) map[string]sale.Method {
 		return sale.Method{Name: name, Lock: retry.Local(mutex.New(), d.counter(name, ""))}
 	}
 	key, ttl, fence, handoff, claim := d.LockKey, d.TTL, v.Fence, v.Wait == "handoff", d.Claim
+	if v.Lease > 0 {
+		ttl = v.Lease
+	}
 	hash := reentrant.Options{Key: key, TTL: ttl, Fence: fence, Handoff: handoff, Claim: claim}
 	methods := map[string]sale.Method{
 		"none":       {Name: "none"},
