@@ -180,6 +180,10 @@ func TestLessonStepThrough(t *testing.T) {
 		ownerA := acquired("A")
 		p.click(2)
 		p.click(3)
+		if story == "v4" { // the lease running out, as the learner waits
+			waitFor(t, ctx, "A's lock shown with its lease running out", `document.querySelector("#store").dataset.owner === "A" && document.querySelector("#store .ttl") !== null`)
+			p.shots("v4-lease")
+		}
 		p.click(4) // offered once the lock key is gone: the lease ran out
 		if n := rdb.Exists(bg, lockKey).Val(); n != 0 {
 			t.Fatalf("%s: the wait for the lease ended with the lock key still there", story)
