@@ -73,7 +73,11 @@ function initSteps() {
   sel.value = "v4";
   $("#steps-presets").replaceChildren(...Object.entries(presets).map(([k, p]) =>
     el("a", { href: "#/lesson/" + k, className: "preset", "data-preset": k, text: p.title })));
-  $("#steps-start").onclick = () => startSales($("#steps-lock").value, $("#steps-fence").checked, null).catch(stepError);
+  $("#steps-start").onclick = () => { // by hand: no story
+    steps.preset = null;
+    if (location.hash.startsWith("#/lesson/")) history.replaceState(null, "", location.pathname);
+    startSales($("#steps-lock").value, $("#steps-fence").checked).catch(stepError);
+  };
   $("#steps-reset").onclick = () => resetSales().catch(stepError);
   $("#preset-next").onclick = () => presetNext().catch(stepError);
   for (const w of lanes) {
