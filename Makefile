@@ -13,7 +13,7 @@ CLUSTER := $(GO) run ./cmd/cluster
 URL := http://localhost:$(PORT)
 REPORT := $(CURDIR)/report.html
 
-.PHONY: mutations e2e-swarm lab lab-screenshot bench-lab fuzz stress test-busy bench bench-scale bench-docs bench-guards scenarios scenarios-compose nemesis scenarios-docs docs test test-e2e e2e-compose images-offline vet build check-tools up down status demo bench-loadtest families clean
+.PHONY: mutations e2e-swarm lab lab-screenshot lesson-screenshot bench-lab fuzz stress test-busy bench bench-scale bench-docs bench-guards scenarios scenarios-compose nemesis scenarios-docs docs test test-e2e e2e-compose images-offline vet build check-tools up down status demo bench-loadtest families clean
 
 test: check-tools vet
 	$(GO) test -race ./...
@@ -37,6 +37,14 @@ lab-screenshot:
 	cp $$d/lab-2-v2.png docs/lab.png && cp $$d/lab-5-slow-holder.png docs/lab-slow-holder.png && \
 	cp $$d/lab-5-slow-holder+fence.png docs/lab-slow-holder-fence.png && cp $$d/lab-7-not-undone.png docs/lab-not-undone.png && \
 	echo "docs/lab.png, docs/lab-slow-holder.png, docs/lab-slow-holder-fence.png, docs/lab-not-undone.png written"
+
+# The step-through's pictures (docs/lesson-*.png): the browser test's, on
+# the local cluster it starts as make up does, each story's ending at 1280
+# and 390 px.
+lesson-screenshot:
+	@d=$$(mktemp -d); trap 'rm -rf $$d' EXIT; \
+	LAB_SCREENSHOTS=$$d $(GO) test -tags e2e -count=1 -run '^TestLessonStepThrough$$' ./e2e/ && \
+	cp $$d/lesson-*.png docs/ && echo "docs/lesson-*.png written"
 
 # The generated parts of README.md and docs/ (flag tables, endpoints, the
 # scenario list, the versions and their code), rewritten from the code;

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,7 +15,8 @@ import (
 // deploy/compose-e2e.sh runs this with the stack up (LOCKLAB_COMPOSE_URL, and
 // LOCKLAB_COMPOSE_TOKEN when the page asks for one); make test-e2e skips it.
 // Every node of the stack shows up; v2 run from the page ends "violated" with
-// red overlapping holds, v6 "ok" with none; the page logs no error.
+// red overlapping holds, v6 "ok" with none; v2's step-through tells its
+// story (both read 10, both write 9); the page logs no error.
 func TestComposeLab(t *testing.T) {
 	url := os.Getenv("LOCKLAB_COMPOSE_URL")
 	if url == "" {
@@ -40,6 +42,10 @@ func TestComposeLab(t *testing.T) {
 	// /replica/NAME/ routes (Compose publishes nothing else).
 	otherSitesChangeNothing(t, stackUnderAttack{base: strings.TrimSuffix(url, "/")})
 	v2ThenV6(t, ctx, "compose-lab")
+	// v2's step-through on Compose's replicas, each reached by its own
+	// route, the stock read through nginx.
+	waitFor(t, ctx, "the run ended", `!document.querySelector("#start").disabled`)
+	stepV2(stepPage{t, ctx}, func() string { return strconv.FormatInt(readStock(t, strings.TrimSuffix(url, "/")), 10) })
 	if p := problems(); len(p) > 0 {
 		t.Errorf("the page logged errors:\n%s", strings.Join(p, "\n"))
 	}

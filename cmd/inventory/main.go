@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/builder"
 	"github.com/locklab/locklab/internal/cli"
 	"github.com/locklab/locklab/internal/history"
@@ -225,6 +226,11 @@ func (c config) variants() []versions.Variant {
 			vs = append(vs, versions.Variant{Wait: w, Fence: f})
 		}
 	}
+	// The lab's lessons: a stepped sale's lock with server.LessonLease, fenced
+	// or not (its fix), waiting as -wait says.
+	for _, f := range []bool{false, true} {
+		vs = append(vs, versions.Variant{Wait: c.Wait, Fence: f, Lease: server.LessonLease})
+	}
 	return vs
 }
 
@@ -246,7 +252,8 @@ func handler(cfg config, deps builder.Deps, rdb *redis.Client, steps *step.Gate,
 		Names: versions.Names(), Lock: cfg.Lock, LockKey: cfg.LockKey, Override: cfg.LockOverride,
 		OverrideAdmin: !cfg.loopback(), Replica: cfg.Name, Hosts: origin.NewHosts(append(cfg.Hosts, cfg.Name, cfg.host)...),
 		AdminToken: cfg.AdminToken, Chaos: cfg.Chaos, Settings: cfg.settings(), Ready: ready, Log: log,
-		Recorder: mx, Metrics: mx.Handler(), History: hist, MaxInFlight: cfg.MaxInFlight, Steps: steps,
+		Recorder: mx, Metrics: mx.Handler(), History: hist, MaxInFlight: cfg.MaxInFlight, Steps: steps, LessonLease: server.LessonLease,
+		Store: func(ctx context.Context) (api.Store, error) { return server.ReadStore(ctx, rdb, cfg.Key, cfg.LockKey) },
 	})
 }
 

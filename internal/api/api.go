@@ -36,6 +36,38 @@ type Sale struct {
 	Warning string `json:"warning,omitempty"`
 }
 
+// Store is what the store holds now, as GET /store answers it: the lab's
+// lessons show it between two stepped sales, read live, never computed.
+type Store struct {
+	StockKey string `json:"stock_key"`
+	// Stock is the stock key's value as Redis holds it; nil: no such key.
+	Stock *string `json:"stock"`
+	// Lock is the lock key; nil: nobody holds the lock (no key).
+	Lock *LockKey `json:"lock"`
+	// Fence is the newest holder the stock has let read or write (fencing's
+	// single-node domain); nil: no fenced sale has touched it.
+	Fence *FenceHolder `json:"fence,omitempty"`
+	// Counter is the last fencing token handed out (0: none yet).
+	Counter int64 `json:"counter,omitempty"`
+}
+
+// LockKey is the lock key as Redis holds it: its owner (a string's value,
+// or a hash's field with its count: v7, v8) and the milliseconds left of
+// its lease (-1: no expiry, v3).
+type LockKey struct {
+	Key    string `json:"key"`
+	Type   string `json:"type"`
+	Owner  string `json:"owner"`
+	Count  string `json:"count,omitempty"`
+	PTTLms int64  `json:"pttl_ms"`
+}
+
+// FenceHolder is the newest holder the stock has seen: its token and owner.
+type FenceHolder struct {
+	Token string `json:"token"`
+	Owner string `json:"owner"`
+}
+
 // Error is every other endpoint's error reply.
 type Error struct {
 	Error string `json:"error"`

@@ -123,6 +123,9 @@ func Build(d Deps, v versions.Variant) map[string]sale.Method {
 		return sale.Method{Name: name, Lock: retry.Local(mutex.New(), d.counter(name, ""))}
 	}
 	key, ttl, fence, handoff, claim := d.LockKey, d.TTL, v.Fence, v.Wait == "handoff", d.Claim
+	if v.Lease > 0 {
+		ttl = v.Lease
+	}
 	hash := reentrant.Options{Key: key, TTL: ttl, Fence: fence, Handoff: handoff, Claim: claim}
 	methods := map[string]sale.Method{
 		"none":       {Name: "none"},

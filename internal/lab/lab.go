@@ -215,6 +215,11 @@ func (l *Lab) Handler() http.Handler {
 	mux.HandleFunc("GET /lab/api/scenarios", l.scenarios)
 	mux.HandleFunc("POST /lab/api/cells", l.runCell)
 	mux.HandleFunc("GET /lab/api/cells/{scenario}/{lock}", l.cell)
+	mux.HandleFunc("POST /lab/api/lesson/{replica}/sale", l.lessonStart)
+	mux.HandleFunc("GET /lab/api/lesson/{replica}/steps/{id}", l.lessonStep)
+	mux.HandleFunc("DELETE /lab/api/lesson/{replica}/steps/{id}", l.lessonStep)
+	mux.HandleFunc("POST /lab/api/lesson/{replica}/steps/{id}/{do}", l.lessonStep)
+	mux.HandleFunc("GET /lab/api/lesson/store", l.lessonStore)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such page: "+r.URL.Path)
 	})

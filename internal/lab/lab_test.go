@@ -590,3 +590,40 @@ func TestNoCellsWithoutFaultHooks(t *testing.T) {
 		t.Errorf("a cell asked for: %d %v", status, reply)
 	}
 }
+
+// The step-through's calls reach the sale's own replica by its route:
+// a stepped sale starts stopped before its lock's SET (the lesson's 10 s
+// lease), steps, is read with the store between, and is reset; a replica
+// the stack does not have, or a step that is neither next nor end, is 404.
+func TestLessonSteps(t *testing.T) {
+	u := start(t, lab.Config{})
+	status, r := do(t, "POST", u+"/lab/api/lesson/r1/sale", `{"id":"t-A","lock":"v4","stock":10}`, nil)
+	next, _ := r["next"].(map[string]any)
+	if status != http.StatusAccepted || r["state"] != "stopped" || next == nil || !strings.HasSuffix(next["command"].(string), " ex 10 nx") {
+		t.Fatalf("starting A: %d %v, want 202, stopped before SET ... ex 10 nx", status, r)
+	}
+	if status, r = do(t, "GET", u+"/lab/api/lesson/store", "", nil); status != http.StatusOK || r["stock"] != "10" || r["lock"] != nil {
+		t.Fatalf("the store before A's SET: %d %v, want stock 10, no lock", status, r)
+	}
+	if status, r = do(t, "POST", u+"/lab/api/lesson/r1/steps/t-A/next", "", nil); status != http.StatusOK || r["phase"] != "stock" {
+		t.Fatalf("A's next: %d %v", status, r)
+	}
+	status, r = do(t, "GET", u+"/lab/api/lesson/store", "", nil)
+	if lock, _ := r["lock"].(map[string]any); status != http.StatusOK || lock == nil || lock["pttl_ms"].(float64) <= 0 {
+		t.Fatalf("the store after A's SET: %d %v, want the lock with its lease running", status, r)
+	}
+	for _, c := range []struct{ method, path string }{{"POST", "/lab/api/lesson/r1/steps/t-A/skip"}, {"GET", "/lab/api/lesson/r9/steps/t-A"}} {
+		if status, r = do(t, c.method, u+c.path, "", nil); status != http.StatusNotFound {
+			t.Errorf("%s %s: %d %v, want 404", c.method, c.path, status, r)
+		}
+	}
+	if status, r = do(t, "POST", u+"/lab/api/lesson/r1/sale", `{"id":"t-B","lock":"v4","stock":5000}`, nil); status != http.StatusBadRequest {
+		t.Errorf("a stock of 5000: %d %v, want 400", status, r)
+	}
+	if status, r = do(t, "DELETE", u+"/lab/api/lesson/r1/steps/t-A", "", nil); status != http.StatusOK || r["state"] != "done" {
+		t.Fatalf("resetting A: %d %v", status, r)
+	}
+	if status, r = do(t, "GET", u+"/lab/api/lesson/store", "", nil); r["lock"] != nil || r["stock"] != "10" {
+		t.Fatalf("the store after the reset: %d %v, want no lock and stock 10", status, r)
+	}
+}

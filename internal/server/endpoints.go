@@ -13,7 +13,7 @@ type Endpoint struct {
 // X-Request-Id.
 var Endpoints = []Endpoint{
 	{"POST /sale", "anyone; `?lock=` and `?wait=` with `-lock-override`, beyond loopback only with the admin token (401); the fault hooks with the admin token and `-chaos`; " +
-		"`?step=ID` (a stepped sale, the lab's lessons) from loopback, or with the admin token beyond it",
+		"`?step=ID` (a stepped sale, the lab's lessons: its lock's lease is 10 s whatever `-ttl` says, and `&fence=1` fences it without `-chaos`) from loopback, or with the admin token beyond it",
 		"200 `{\"sold\":true,\"remaining\":99,\"lock\":\"v6\",\"replica\":\"inventory-1\"}` (with a `warning` when the lease expired before release: the unit was sold); " +
 			"409 `sold_out`; 412 `fenced` (fencing refused a stale write: nothing sold); 400 for a bad or disallowed `?lock=` or `?wait=`; " +
 			"503 with `Retry-After`: `lock_timeout` (not obtained within `-acquire-timeout`), `unavailable` (Redis or the quorum unreachable before anything was written, or a fenced sale's lock handed out no token: nothing sold), " +
@@ -35,6 +35,9 @@ var Endpoints = []Endpoint{
 	{"POST /steps/{id}/next", "the admin token, when one is set (401)", "lets the sale take the step it is stopped before; the state once it has stopped before the next, ended, or 2 s passed (`running`); 409 `not_stopped` when it is not stopped"},
 	{"POST /steps/{id}/end", "the admin token, when one is set (401)", "lets the sale run to its end without stopping; the state once done, or after 2 s"},
 	{"DELETE /steps/{id}", "the admin token, when one is set (401)", "cancels the sale (the lesson's reset): it sends nothing more to the stock, gives up waiting for the lock, and releases a lock it holds; the state once done, or after 2 s"},
+	{"GET /store", "the admin token, when one is set (401)",
+		"what the store holds now, read in one round trip (the lab's lessons show it between two stepped sales): `stock`, `lock` (`key`, `type`, `owner`, a hash's `count`, `pttl_ms`, -1 with no expiry; null: no lock key), " +
+			"`fence` (the newest holder fencing has registered at the stock: `token`, `owner`), `counter` (the last fencing token handed out); 503 when Redis does not answer"},
 	{"GET /healthz", "anyone", "200 while the process is up: the replica, the stock and lock keys, and its lock settings (the tools read them here)"},
 	{"GET /readyz", "anyone", "200 when the stock's Redis answers, 503 otherwise"},
 	{"GET /metrics", "anyone", "Prometheus metrics: sales by version and outcome, lock waits and holds, renewals, leases lost"},

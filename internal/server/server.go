@@ -71,7 +71,16 @@ type Config struct {
 	// clients must carry step.Hook. Like ?lock=, it needs the admin token on
 	// a replica reached beyond loopback, and there a token must be set: a
 	// stepped sale holds its lock for minutes.
-	Steps    *step.Gate
+	Steps *step.Gate
+	// LessonLease, when set, is the lease of a stepped sale's lock: the
+	// versions built with versions.Variant.Lease set to it (cmd/inventory
+	// builds them). A learner stepping v4 by hand must be able to outlast
+	// the lease while watching it run out, whatever -ttl says; the
+	// replica's other sales keep -ttl.
+	LessonLease time.Duration
+	// Store, when set, reads what the store holds now for GET /store (the
+	// lab's lessons show it between the two stepped sales).
+	Store    func(ctx context.Context) (api.Store, error)
 	Settings map[string]string               // the lock settings, shown by /healthz
 	Ready    func(ctx context.Context) error // nil error: dependencies reachable
 	Log      *slog.Logger
@@ -183,6 +192,7 @@ func New(cfg Config) http.Handler {
 	r.With(others, h.admin).Post("/steps/{id}/next", h.stepNext)
 	r.With(others, h.admin).Post("/steps/{id}/end", h.stepEnd)
 	r.With(others, h.admin).Delete("/steps/{id}", h.stepCancel)
+	r.With(others, h.admin).Get("/store", h.store)
 	r.Get("/healthz", h.healthz) // no I/O: answered from memory
 	r.With(others).Get("/readyz", h.readyz)
 	if cfg.Metrics != nil {
@@ -279,6 +289,9 @@ func (h *handlers) choose(r *http.Request) (context.Context, sale.Method, *reque
 	}
 	if fence != nil {
 		variant.Fence = *fence
+	}
+	if q.Has("step") && h.LessonLease > 0 {
+		variant.Lease = h.LessonLease
 	}
 	m, ok := h.Versions[variant][name]
 	if !ok {
@@ -424,6 +437,16 @@ func (h *handlers) faults(r *http.Request, q url.Values) (f chaos.Faults, nested
 	}
 	if !slices.ContainsFunc(hooks, func(p hook) bool { return q.Has(p.name) }) {
 		return f, false, nil, nil
+	}
+	// A stepped sale (the lab's lessons) may ask for fencing without
+	// -chaos: it is the lesson's fix, shown on make up's replicas, and
+	// stepping is already the admin's beyond loopback (startStepped).
+	if q.Has("step") && h.LessonLease > 0 && !slices.ContainsFunc(hooks, func(p hook) bool { return p.name != "fence" && q.Has(p.name) }) {
+		b, err := strconv.ParseBool(q.Get("fence"))
+		if err != nil {
+			return f, false, nil, &requestError{api.CodeBadRequest, fmt.Sprintf("fence=%q: want 1 or 0", q.Get("fence"))}
+		}
+		return f, false, &b, nil
 	}
 	if !h.Chaos {
 		return f, false, nil, &requestError{api.CodeChaosDisabled, "fault hooks (hold, release_pause, nested, fence, stop_before_write, replica_ack, lease, off) need the service started with -chaos"}

@@ -53,6 +53,7 @@ type options struct {
 	etcd           func(*etcdtest.Cluster, *clientv3.Client) // -lock etcd: called with its cluster and client before they are used
 	base           context.Context                           // every request's context (default: background)
 	steps          *step.Gate                                // the step gate, its hook in the stock's client
+	lessonLease    time.Duration                             // the stepped sales' lease (Config.LessonLease), and GET /store
 }
 
 func newStack(t testing.TB, o options) *stack {
@@ -66,6 +67,9 @@ func newStack(t testing.TB, o options) *stack {
 	variants := []versions.Variant{{Wait: "poll"}}
 	if o.chaos {
 		variants = append(variants, versions.Variant{Wait: "poll", Fence: true})
+	}
+	if o.lessonLease > 0 { // as the service builds them for the lessons
+		variants = append(variants, versions.Variant{Wait: "poll", Lease: o.lessonLease}, versions.Variant{Wait: "poll", Fence: true, Lease: o.lessonLease})
 	}
 	stock, locks := s.nodes[0].Client(), s.nodes[0].Client()
 	if o.steps != nil { // one client for both, as the service has, with the gate
@@ -108,7 +112,10 @@ func newStack(t testing.TB, o options) *stack {
 		Override: o.override, OverrideAdmin: o.overrideAdmin, Replica: "test-1", Hosts: origin.NewHosts("test-1"), AdminToken: o.token, Chaos: o.chaos, Log: log,
 		Settings: map[string]string{"lock": o.lock, "work": "1ms"},
 		Ready:    o.ready, History: history.NewRing(100),
-		MaxInFlight: o.maxInFlight, MaxOthersInFlight: o.maxOthers, Steps: o.steps})
+		MaxInFlight: o.maxInFlight, MaxOthersInFlight: o.maxOthers, Steps: o.steps, LessonLease: o.lessonLease,
+		Store: func(ctx context.Context) (api.Store, error) {
+			return server.ReadStore(ctx, stock, api.DefaultStockKey, api.DefaultLockKey)
+		}})
 	s.h = h
 	ts := httptest.NewUnstartedServer(h)
 	if o.base != nil {

@@ -13,17 +13,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/builder"
 	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/locklab/locklab/internal/server"
+	"github.com/locklab/locklab/internal/step"
 	"github.com/locklab/locklab/internal/versions"
 	"github.com/redis/go-redis/v9"
 )
 
 // Start runs the replica called name (-lock v1, -lock-override, polling
-// every millisecond, its history kept, no database: db answers 503) and returns its base URL: /sale,
+// every millisecond, its history kept, no database: db answers 503, its
+// step gate on, stepped sales with the lesson's lease, GET /store) and returns its base URL: /sale,
 // /stock, /history, and /replica/NAME/... for each. Stopped by the test's
 // cleanup.
 func Start(tb testing.TB, name string) string {
@@ -38,14 +41,20 @@ func StartWith(tb testing.TB, name string, settings map[string]string) string {
 	reported := map[string]string{"lock": "v1", "db": "false", "zk": "false"} // no database, no ZooKeeper, as the Compose stack
 	maps.Copy(reported, settings)
 	srv := redistest.Start(tb)
+	rdb := srv.Client()
+	rdb.AddHook(step.Hook{}) // the lab's lessons step its sales, as the service's
+	steps := step.New(step.Options{})
+	tb.Cleanup(steps.Close)
 	poll := versions.Variant{Wait: "poll"}
-	all := builder.BuildAll(builder.Deps{Redis: srv.Client(), Redlock: []redis.UniversalClient{srv.Client()},
-		LockKey: "lock", Retry: time.Millisecond, RedlockRetry: time.Millisecond}, []versions.Variant{poll})
-	svc := sale.New(srv.Client(), sale.Options{})
+	all := builder.BuildAll(builder.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb},
+		LockKey: "lock", Retry: time.Millisecond, RedlockRetry: time.Millisecond},
+		[]versions.Variant{poll, {Wait: "poll", Lease: server.LessonLease}, {Wait: "poll", Fence: true, Lease: server.LessonLease}})
+	svc := sale.New(rdb, sale.Options{})
 	h := server.New(server.Config{Seller: svc, Versions: all, Default: poll, Names: versions.Names(),
 		Lock: "v1", Override: true, Replica: name, Log: slog.New(slog.DiscardHandler),
 		Ready: func(context.Context) error { return nil }, History: history.NewRing(10000),
-		Settings: reported})
+		Settings: reported, Steps: steps, LessonLease: server.LessonLease,
+		Store: func(ctx context.Context) (api.Store, error) { return server.ReadStore(ctx, rdb, svc.Key(), "lock") }})
 
 	mux := http.NewServeMux()
 	mux.Handle("/replica/"+name+"/", http.StripPrefix("/replica/"+name, h))

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Version describes one lock version.
@@ -140,9 +141,13 @@ func Queued(wait string) bool { return wait == "notify" || wait == "handoff" }
 // Variant is one way of building every version: how v3-v8 wait for a taken
 // lock (one of Waits; redlock always polls, v1 and v2 wait in the process),
 // and whether the locks that can (v3-v8, redlock) hand out fencing tokens.
+// Lease, when set, is the lease of every version that has one in place of
+// builder.Deps.TTL: the lab's lessons step a sale by hand, and their lease must be
+// one a learner can watch run out (server.LessonLease).
 type Variant struct {
 	Wait  string
 	Fence bool
+	Lease time.Duration
 }
 
 // Needs names the service's setting version runs on, as /healthz reports

@@ -72,6 +72,7 @@ async function init() {
   canvas.addEventListener("blur", () => { $("#tip").hidden = true; state.focusHold = undefined; });
   window.addEventListener("resize", () => touch("run"));
   buildLessons();
+  initSteps();
   listen();
   loadMatrix().catch(showError);
   requestAnimationFrame(frame);
@@ -191,6 +192,10 @@ async function showLesson(i) {
       fix.addEventListener("click", () => lessonCell(l.fix, v.name));
       buttons.append(fix);
     }
+  }
+  // Its stories in the step-through, one command at a time (steps.js).
+  for (const k of Object.keys(presets).filter((k) => presets[k].lock === v.name)) {
+    buttons.append(el("a", { href: "#/lesson/" + k, className: "preset", text: "Step through it: " + presets[k].title }));
   }
   buttons.append(why, el("span", { id: "lesson-error", role: "alert" }));
   const facts = el("dl", {}, el("dt", { text: "Adds" }), el("dd", { text: v.fixes }), el("dt", { text: "Still wrong" }), el("dd", { text: v.flaw }));

@@ -1,0 +1,239 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// TestLessonStepThrough plays the lab's step-through stories on a stack
+// started as make up starts it (no -chaos, the replicas' own -ttl), one
+// click per step, and reads from Redis itself, at the step that tells, what
+// each story claims: v2's two sales read the same stock and sold one unit
+// twice; v4's lock became B's and A's DEL removed it while B still worked;
+// v6 in v4's order answered A's release with 0, B's lock kept; v6 fenced
+// refused A's write. The lease is the lesson's (10 s), run out for real.
+// Each ending is kept as a picture at 1280 and 390 px ($LAB_SCREENSHOTS).
+// stepPage is the lab's page, open, driven through its step-through.
+type stepPage struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+func (p stepPage) eval(js string) string {
+	p.t.Helper()
+	s, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](js))
+	if err != nil {
+		p.t.Fatalf("%s: %v", js, err)
+	}
+	return s
+}
+
+// open shows a story by its address (#/lesson/NAME), as a link would.
+func (p stepPage) open(name string) {
+	p.t.Helper()
+	p.eval(`location.hash = "#/lesson/` + name + `", ""`)
+	waitFor(p.t, p.ctx, "story "+name+" shown, not started",
+		`document.querySelector("#steps-panel").dataset.preset === "`+name+`" && document.querySelector("#steps-panel").dataset.started === "false" && !document.querySelector("#preset-next").hidden`)
+}
+
+// click plays the story's next step, once the page offers it, and waits
+// until the page has taken it: at steps taken (0: both sales started).
+func (p stepPage) click(at int) {
+	p.t.Helper()
+	waitFor(p.t, p.ctx, fmt.Sprintf("the story's step %d offered", at), `!document.querySelector("#preset-next").disabled`)
+	p.eval(`document.querySelector("#preset-next").click(), ""`)
+	waitFor(p.t, p.ctx, fmt.Sprintf("the story's step %d taken", at),
+		fmt.Sprintf(`document.querySelector("#steps-panel").dataset.started === "true" && document.querySelector("#steps-panel").dataset.at === "%d" && document.querySelector("#steps-panel").dataset.busy === "false"`, at))
+}
+
+// done is sale w's i-th done step of phase: part ".reply" or ".cmd".
+func (p stepPage) done(w, phase string, i int, part string) string {
+	return p.eval(fmt.Sprintf(`[...document.querySelectorAll("#lane-%s li.step:not([data-next])")].filter((li) => li.dataset.phase === %q).at(%d)?.querySelector(%q).textContent || ""`, w, phase, i, part))
+}
+
+func (p stepPage) lane(w string) string {
+	return p.eval(`document.querySelector("#lane-` + w + `").dataset.state`)
+}
+
+// verdict waits for the story's verdict: its word and a sentence of it.
+func (p stepPage) verdict(word, text string) {
+	p.t.Helper()
+	waitFor(p.t, p.ctx, "the verdict: "+word+", saying "+text,
+		`document.querySelector("#steps-verdict").dataset.word === "`+word+`" && document.querySelector("#steps-verdict").textContent.includes(`+fmt.Sprintf("%q", text)+`)`)
+}
+
+// shots keeps the step-through as it is now at 1280 and 390 px wide.
+func (p stepPage) shots(name string) {
+	p.t.Helper()
+	for _, w := range []int64{1280, 390} {
+		if err := chromedp.Do(p.ctx, chromedp.EmulateViewport(w, 900)); err != nil {
+			p.t.Fatal(err)
+		}
+		png, err := chromedp.Run(p.ctx, chromedp.Screenshot("#steps-panel"))
+		if err != nil {
+			p.t.Fatalf("screenshot %s at %d px: %v", name, w, err)
+		}
+		dir := os.Getenv("LAB_SCREENSHOTS")
+		if dir == "" {
+			dir = p.t.TempDir()
+		}
+		path := filepath.Join(dir, fmt.Sprintf("lesson-%s-%d.png", name, w))
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			p.t.Fatal(err)
+		}
+		p.t.Logf("screenshot: %s", path)
+	}
+	if err := chromedp.Do(p.ctx, chromedp.EmulateViewport(1300, 1100)); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// stepV2 plays v2's story: both sales read the stock (stock reads it as
+// the store holds it) and answer the same, then both sell and the stock
+// goes down by one: one unit sold twice.
+func stepV2(p stepPage, stock func() string) {
+	t := p.t
+	t.Helper()
+	p.open("v2")
+	p.click(0)
+	if s := stock(); s != "10" {
+		t.Fatalf("v2 started with stock %s, want 10", s)
+	}
+	p.click(1)
+	p.click(2)
+	if a, b, s := p.done("A", "stock", 0, ".reply"), p.done("B", "stock", 0, ".reply"), stock(); a != `"10"` || b != a || s != "10" {
+		t.Fatalf("v2: A's GET answered %s, B's %s, the store holds %s: want both the stock it holds, 10", a, b, s)
+	}
+	for at := 3; at <= 6; at++ {
+		p.click(at)
+	}
+	p.verdict("violated", "One unit sold twice")
+	if s, sold := stock(), p.eval(`String(document.querySelectorAll(".lane li.result[data-sold=true]").length)`); s != "9" || sold != "2" {
+		t.Fatalf("v2: %s sales answered sold, and the store holds stock %s: want 2 sold and 9 (one unit sold twice)", sold, s)
+	}
+	p.shots("v2")
+}
+
+func TestLessonStepThrough(t *testing.T) {
+	bin := clusterBin(t)
+	port := redistest.FreePort(t)
+	dir := t.TempDir()
+	c := up(t, bin, port, dir)
+	rdb := redis.NewClient(&redis.Options{Addr: c.State.StockNode().Addr, Password: c.State.RedisPassword})
+	defer rdb.Close()
+	ctx, problems := browser(t)
+	base := fmt.Sprintf("http://localhost:%d/", port)
+	if err := chromedp.Do(ctx, chromedp.Navigate(base)); err != nil {
+		t.Fatal(err)
+	}
+	p := stepPage{t, ctx}
+	bg := context.Background()
+	lockKey, stockKey := api.DefaultLockKey, api.DefaultStockKey
+	redisGet := func(key string) string {
+		v, err := rdb.Get(bg, key).Result()
+		if err == redis.Nil {
+			return "(none)"
+		} else if err != nil {
+			t.Fatalf("GET %s: %v", key, err)
+		}
+		return v
+	}
+	noLockLeft := func(story string) {
+		if n := rdb.Exists(bg, lockKey).Val(); n != 0 {
+			t.Errorf("%s ended with a lock key left: %s", story, redisGet(lockKey))
+		}
+	}
+	acquired := func(w string) string {
+		t.Helper()
+		owner := redisGet(lockKey)
+		if cmd := p.done(w, "acquire", 0, ".cmd"); owner == "(none)" || !strings.Contains(cmd, owner) {
+			t.Fatalf("after %s's acquire (%q) the lock key holds %q: not %s's", w, cmd, owner, w)
+		}
+		if ttl := rdb.PTTL(bg, lockKey).Val(); ttl <= 0 || ttl > 10*time.Second {
+			t.Fatalf("%s's lock has %v left, want the lesson's lease (at most 10 s)", w, ttl)
+		}
+		return owner
+	}
+
+	stepV2(p, func() string { return redisGet(stockKey) })
+	noLockLeft("v2")
+
+	// v4, then v6 in v4's order, then v6 fenced: A takes the lock, reads,
+	// checks, outlasts the lease; B takes the lock and reads; A writes and
+	// releases; B runs to its end.
+	for _, story := range []string{"v4", "v6", "v6-fence"} {
+		p.open(story)
+		p.click(0)
+		p.click(1)
+		ownerA := acquired("A")
+		p.click(2)
+		p.click(3)
+		if story == "v4" { // the lease running out, as the learner waits
+			waitFor(t, ctx, "A's lock shown with its lease running out", `document.querySelector("#store").dataset.owner === "A" && document.querySelector("#store .ttl") !== null`)
+			p.shots("v4-lease")
+		}
+		p.click(4) // offered once the lock key is gone: the lease ran out
+		if n := rdb.Exists(bg, lockKey).Val(); n != 0 {
+			t.Fatalf("%s: the wait for the lease ended with the lock key still there", story)
+		}
+		p.click(5)
+		ownerB := acquired("B") // the lock key's owner became B's
+		if ownerB == ownerA {
+			t.Fatalf("%s: B's lock holds A's owner", story)
+		}
+		p.click(6)
+		p.click(7)
+		p.click(8)
+		switch story {
+		case "v4", "v6":
+			if s := redisGet(stockKey); s != "9" {
+				t.Fatalf("%s: after A's write Redis holds stock %s, want 9", story, s)
+			}
+		case "v6-fence":
+			fence := rdb.HGetAll(bg, stockKey+":fence:redis").Val()
+			if s := redisGet(stockKey); s != "10" || fence["owner"] != ownerB || p.eval(`document.querySelector("#lane-A li[data-mark=fix]")?.textContent || ""`) == "" {
+				t.Fatalf("v6 fenced: after A's write Redis holds stock %s and the stock's newest holder %v (B is %s): want A's write refused, the stock 10, B newest, the refusal marked", s, fence, ownerB)
+			}
+		}
+		p.click(9)
+		switch story {
+		case "v4":
+			if n, b := rdb.Exists(bg, lockKey).Val(), p.lane("B"); n != 0 || b != "stopped" || p.done("A", "release", 0, ".reply") != "1" {
+				t.Fatalf("v4: after A's DEL (%s) the lock key exists %d times, B is %s: want B's lock deleted while B still works", p.done("A", "release", 0, ".reply"), n, b)
+			}
+		case "v6", "v6-fence":
+			if owner, b := redisGet(lockKey), p.lane("B"); owner != ownerB || b != "stopped" || p.done("A", "release", -1, ".reply") != "0" {
+				t.Fatalf("%s: after A's release the lock key holds %q (B's: %q), B is %s: want A's release script answering 0 and B's lock kept", story, owner, ownerB, b)
+			}
+		}
+		p.click(10)
+		switch story {
+		case "v4":
+			p.verdict("violated", "B's lock deleted by A")
+		case "v6":
+			p.verdict("violated", "A's release answered 0: B's lock survived")
+		case "v6-fence":
+			p.verdict("ok", "A's write was refused by the stock")
+			if s := redisGet(stockKey); s != "9" {
+				t.Fatalf("v6 fenced: the story ended with stock %s, want 9: one unit sold once", s)
+			}
+		}
+		noLockLeft(story)
+		p.shots(story)
+	}
+	if p := problems(); len(p) > 0 {
+		t.Fatalf("the page reported errors: %v", p)
+	}
+}

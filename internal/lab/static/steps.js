@@ -1,0 +1,363 @@
+// The step-through: two real sales, A on one replica and B on another,
+// each stopped before every command it sends (the replica's step gate), and
+// between them what the store holds now, read live. The page draws what the
+// replicas answer; it computes no state of its own. A preset is data: a
+// list of (sale, action) pairs with a caption each, played one click per
+// step; its verdict is read from the replies the sales got.
+"use strict";
+
+// The stories. Each step: who ("A", "B"), do ("next": one step, "end": to
+// the end, "wait": until the lock key is gone, the lease run out for real),
+// a caption, and mark: "flaw" or "fix" on the step it takes (the step the
+// eye should land on). Step 0 of each starts both sales, stock 10.
+const presets = {
+  v2: {
+    lock: "v2", fence: false, title: "v2: both read 10, both write 9",
+    intro: "A and B are two buyers, each served by its own replica. v2 locks a mutex inside each process: the two replicas do not share it.",
+    steps: [
+      { who: "A", do: "next", caption: "A reads the stock: 10." },
+      { who: "B", do: "next", caption: "B reads the stock too, at the same moment: 10. A's mutex lives in another process, so nothing held B back.", mark: "flaw" },
+      { who: "A", do: "next", caption: "A checks: 10 is more than 0, so it will write 9." },
+      { who: "B", do: "next", caption: "B checks the same 10: it will write 9 as well." },
+      { who: "A", do: "end", caption: "A does its business work and writes 9: one unit sold." },
+      { who: "B", do: "end", caption: "B writes 9 too: a second unit sold, but the stock went down by one." },
+    ],
+  },
+  v4: {
+    lock: "v4", fence: false, title: "v4: A's DEL deletes B's lock",
+    intro: "v4 takes the lock with one command, SET NX with a lease (the lesson's is 10 s), and releases it with DEL.",
+    steps: [
+      { who: "A", do: "next", caption: "A takes the lock: the key now holds A's id, for 10 s." },
+      { who: "A", do: "next", caption: "A reads the stock: 10." },
+      { who: "A", do: "next", caption: "A checks: 10 is more than 0." },
+      { who: "A", do: "wait", caption: "A's business work takes longer than the lease. Watch the lock's time run out between the lanes: nothing renews it." },
+      { who: "B", do: "next", caption: "The lock has expired, so B takes it: the key now holds B's id.", mark: "flaw" },
+      { who: "B", do: "next", caption: "B reads the stock: still 10, since A has not written yet." },
+      { who: "A", do: "next", caption: "A's work ends. It does not know that its lease is gone." },
+      { who: "A", do: "next", caption: "A writes 9." },
+      { who: "A", do: "end", caption: "A releases with DEL, which deletes whatever the key holds: B's lock. B still works, unprotected.", mark: "flaw" },
+      { who: "B", do: "end", caption: "B checks, writes 9 and releases: its DEL finds nothing left to delete." },
+    ],
+  },
+  v6: {
+    lock: "v6", fence: false, title: "v6 in v4's order: A's release returns 0",
+    intro: "The same order as v4's story, against v6: its release is one script that deletes the key only if it still holds the caller's id.",
+    steps: null, // v4's, with the release marked as the fix
+  },
+  "v6-fence": {
+    lock: "v6", fence: true, title: "v6 with fencing: A's write refused",
+    intro: "v4's order again, v6 with fencing: each holder gets a rising token, and the stock refuses a holder older than the newest it has seen.",
+    steps: null,
+  },
+};
+presets.v6.steps = presets.v4.steps.map((s, i) => i === 8
+  ? { who: "A", do: "end", caption: "A releases with the script: the key holds B's id, not A's, so it deletes nothing and answers 0. B's lock survives.", mark: "fix" }
+  : i === 9 ? { who: "B", do: "end", caption: "B writes 9 and releases its own lock. The release is fixed; the write A made after its lease ran out is not." } : s);
+presets["v6-fence"].steps = presets.v4.steps.map((s, i) => ({
+  0: { who: "A", do: "next", caption: "A takes the lock and gets token 1." },
+  1: { who: "A", do: "next", caption: "A reads the stock through the fenced script: 10. The stock notes token 1 as its newest holder." },
+  4: { who: "B", do: "next", caption: "The lock has expired, so B takes it, with token 2." },
+  5: { who: "B", do: "next", caption: "B reads the stock: 10. The stock now knows token 2." },
+  7: { who: "A", do: "next", caption: "A tries to write 9 with token 1. The stock has seen token 2: it refuses the write.", mark: "fix" },
+  8: { who: "A", do: "end", caption: "A gives up without selling and releases: the script finds B's id, deletes nothing, answers 0." },
+  9: { who: "B", do: "end", caption: "B writes 9 and releases its lock: the unit is sold once." },
+}[i] || s));
+
+const lanes = ["A", "B"];
+const steps = { preset: null, at: 0, sales: {}, store: null, storeAt: 0, busy: false, timer: 0, marks: {} };
+
+// initSteps builds the panel's controls, once the lab's config is known.
+function initSteps() {
+  const sel = $("#steps-lock");
+  for (const v of state.config.versions) sel.append(el("option", { value: v.name, text: v.name }));
+  sel.value = "v4";
+  $("#steps-presets").replaceChildren(...Object.entries(presets).map(([k, p]) =>
+    el("a", { href: "#/lesson/" + k, className: "preset", "data-preset": k, text: p.title })));
+  $("#steps-start").onclick = () => { // by hand: no story
+    steps.preset = null;
+    if (location.hash.startsWith("#/lesson/")) history.replaceState(null, "", location.pathname);
+    startSales($("#steps-lock").value, $("#steps-fence").checked).catch(stepError);
+  };
+  $("#steps-reset").onclick = () => resetSales().catch(stepError);
+  $("#preset-next").onclick = () => presetNext().catch(stepError);
+  for (const w of lanes) {
+    $("#lane-" + w + " .next").onclick = () => act(w, "next").catch(stepError);
+    $("#lane-" + w + " .end").onclick = () => act(w, "end").catch(stepError);
+  }
+  window.addEventListener("hashchange", route);
+  window.addEventListener("pagehide", () => { for (const w of lanes) cancelSale(w, true); });
+  route();
+  drawSteps();
+}
+
+// route shows the preset the address names (#/lesson/v4): a link
+// reproduces the view; nothing starts until the first click.
+function route() {
+  const m = location.hash.match(/^#\/lesson\/([\w-]+)$/);
+  if (!m || !presets[m[1]]) return;
+  choosePreset(m[1]).catch(stepError);
+  $("#steps-panel").scrollIntoView({ block: "start" });
+}
+
+async function choosePreset(name) {
+  await resetSales();
+  steps.preset = name;
+  steps.at = 0;
+  $("#steps-lock").value = presets[name].lock;
+  $("#steps-fence").checked = presets[name].fence;
+  drawSteps();
+}
+
+function stepError(err) { $("#steps-error").textContent = err.message || String(err); }
+
+function replicaOf(w) {
+  const r = state.config.replicas || [];
+  return w === "A" ? r[0] : r[1] || r[0];
+}
+
+// startSales starts A and B, each stopped before its first step, the stock
+// set to 10 first.
+async function startSales(lock, fence) {
+  $("#steps-error").textContent = "";
+  await resetSales(true);
+  const run = Math.random().toString(36).slice(2, 10);
+  for (const w of lanes) {
+    const body = { id: "lesson-" + run + "-" + w, lock, fence };
+    if (w === "A") body.stock = 10;
+    const s = await api("POST", "/lab/api/lesson/" + encodeURIComponent(replicaOf(w)) + "/sale", body);
+    steps.sales[w] = { id: body.id, replica: replicaOf(w), lock, fence, s };
+  }
+  tick();
+}
+
+// resetSales cancels both sales (each releases a lock it holds) and clears
+// the lanes; keep keeps the chosen preset.
+async function resetSales(keep) {
+  await Promise.all(lanes.map((w) => cancelSale(w)));
+  steps.sales = {};
+  steps.marks = {};
+  if (!keep) steps.preset = null;
+  steps.at = 0;
+  drawSteps();
+}
+
+async function cancelSale(w, leaving) {
+  const s = steps.sales[w];
+  if (!s || s.s.state === "done") return;
+  const path = "/lab/api/lesson/" + encodeURIComponent(s.replica) + "/steps/" + encodeURIComponent(s.id);
+  if (leaving) { fetch(path, { method: "DELETE", keepalive: true }); return; }
+  s.s = await api("DELETE", path);
+}
+
+// act takes sale w's next step ("next"), or lets it run to its end.
+async function act(w, what) {
+  const s = steps.sales[w];
+  if (!s) return;
+  steps.busy = true;
+  drawSteps();
+  try {
+    const path = "/lab/api/lesson/" + encodeURIComponent(s.replica) + "/steps/" + encodeURIComponent(s.id) + "/" + what;
+    s.s = await api("POST", path);
+    // Until it stops again or ends (a wait for the lock, the business work).
+    while (s.s.state === "running") {
+      await new Promise((ok) => setTimeout(ok, 200));
+      s.s = await api("GET", "/lab/api/lesson/" + encodeURIComponent(s.replica) + "/steps/" + encodeURIComponent(s.id));
+    }
+  } finally { steps.busy = false; }
+  await readStore();
+  drawSteps();
+}
+
+// presetNext plays the preset's next step: step 0 starts both sales.
+async function presetNext() {
+  const p = presets[steps.preset];
+  if (!p) return;
+  if (!steps.sales.A) {
+    await startSales(p.lock, p.fence);
+    steps.at = 0;
+    drawSteps();
+    return;
+  }
+  const st = p.steps[steps.at];
+  if (!st) return;
+  if (st.do === "wait") {
+    if (storeLock()) return; // the button is disabled until then
+  } else {
+    const before = steps.sales[st.who].s.done.length;
+    await act(st.who, st.do);
+    // A script's EVALSHA answered NOSCRIPT is sent again as EVAL by the
+    // client: one step of the story, taken as one click.
+    let d = steps.sales[st.who].s.done;
+    while (st.do === "next" && d.length && /NOSCRIPT/.test(d[d.length - 1].reply) && steps.sales[st.who].s.state === "stopped") {
+      await act(st.who, "next");
+      d = steps.sales[st.who].s.done;
+    }
+    if (st.mark) steps.marks[st.who + ":" + markedStep(st, before)] = st.mark;
+  }
+  steps.at++;
+  drawSteps();
+}
+
+// markedStep is the step a marked preset step points at: the one it took,
+// or, for a run to the end, its release's answer (the release is the
+// lesson there: its last command, after an EVALSHA answered NOSCRIPT).
+function markedStep(st, before) {
+  const d = steps.sales[st.who].s.done;
+  if (st.do === "end") {
+    const rel = d.findLastIndex((x, i) => i >= before && x.phase === "release");
+    if (rel >= 0) return d[rel].n;
+  }
+  return d[d.length - 1].n;
+}
+
+// tick reads the sales and the store while a lesson is open: the lease
+// runs out in real time, v8's watchdog renews in the background, and a
+// sale nobody reads for 30 s is cancelled by its replica (the page left).
+function tick() {
+  clearTimeout(steps.timer);
+  const live = lanes.some((w) => steps.sales[w] && steps.sales[w].s.state !== "done");
+  if (!steps.sales.A) return;
+  Promise.all([readStore(), ...lanes.map(async (w) => {
+    const s = steps.sales[w];
+    if (!s || s.s.state === "done" || steps.busy) return;
+    s.s = await api("GET", "/lab/api/lesson/" + encodeURIComponent(s.replica) + "/steps/" + encodeURIComponent(s.id));
+  })]).catch(stepError).finally(() => {
+    drawSteps();
+    if (live) steps.timer = setTimeout(tick, 300);
+  });
+}
+
+async function readStore() {
+  steps.store = await api("GET", "/lab/api/lesson/store");
+  steps.storeAt = performance.now();
+}
+
+function storeLock() { return steps.store && steps.store.lock; }
+
+// ownerOf names the sale whose id is owner: the one whose lock commands
+// carry it ("" when neither's do).
+function ownerOf(owner) {
+  if (!owner) return "";
+  for (const w of lanes) {
+    const s = steps.sales[w];
+    if (s && s.s.done.concat(s.s.next ? [s.s.next] : []).some((d) => d.phase === "acquire" && d.command.includes(owner))) return w;
+  }
+  return "";
+}
+
+// judge reads what happened from the replies: each finding a plain
+// sentence, bad or not.
+function judge() {
+  const A = steps.sales.A && steps.sales.A.s, B = steps.sales.B && steps.sales.B.s;
+  if (!A || !B || A.state !== "done" || B.state !== "done") return null;
+  const out = [];
+  const ra = (A.result || {}).reply || {}, rb = (B.result || {}).reply || {};
+  if (ra.sold && rb.sold && ra.remaining === rb.remaining) out.push({ bad: true, text: "One unit sold twice: both sales sold, and both left " + ra.remaining + " in stock." });
+  for (const [x, y, X, Y] of [[A, B, "A", "B"], [B, A, "B", "A"]]) {
+    const got = y.done.filter((d) => d.phase === "acquire").pop();
+    // A release's last command is its answer (an EVALSHA answered NOSCRIPT
+    // is sent again as EVAL); its first is when it began.
+    const rels = x.done.filter((d) => d.phase === "release"), rel = rels[rels.length - 1];
+    const yRel = y.done.find((d) => d.phase === "release");
+    if (!got || !rel || !(got.end < rels[0].start) || (yRel && yRel.start < rels[0].start)) continue;
+    if (rel.reply === "1") out.push({ bad: true, text: Y + "'s lock deleted by " + X + ": " + X + "'s release removed the key while " + Y + " still held it." });
+    if (rel.reply === "0") out.push({ bad: false, text: X + "'s release answered 0: " + Y + "'s lock survived." });
+  }
+  for (const [r, X] of [[ra, "A"], [rb, "B"]]) {
+    if (r.code === "fenced") out.push({ bad: false, text: X + "'s write was refused by the stock: a newer holder had touched it. Nothing was sold twice." });
+  }
+  if (!out.length) out.push({ bad: false, text: "Each unit sold once: the lock kept the two sales apart." });
+  return out;
+}
+
+function drawSteps() {
+  const p = presets[steps.preset];
+  const panel = $("#steps-panel");
+  for (const a of document.querySelectorAll("#steps-presets .preset")) a.setAttribute("aria-current", String(a.dataset.preset === steps.preset));
+  panel.dataset.preset = steps.preset || "";
+  panel.dataset.at = String(steps.at);
+  panel.dataset.started = String(Boolean(steps.sales.A));
+  panel.dataset.busy = String(steps.busy);
+  // The preset's caption and its one button.
+  const st = p && steps.sales.A ? p.steps[steps.at] : null;
+  const next = $("#preset-next");
+  next.hidden = !p;
+  if (p) {
+    const waiting = st && st.do === "wait" && storeLock();
+    next.disabled = steps.busy || (Boolean(steps.sales.A) && !st) || Boolean(waiting);
+    next.textContent = !steps.sales.A ? "Start: stock 10, A and B stopped before their first step"
+      : !st ? "The end" : st.do === "wait" ? (waiting ? "Waiting for the lease to run out..." : "Next: the lease has run out")
+      : "Next: " + st.who + (st.do === "end" ? " to the end" : "'s next step");
+    $("#steps-caption").textContent = !steps.sales.A ? p.intro : st ? (steps.at + 1) + " of " + p.steps.length + ". " + st.caption
+      : p.steps[p.steps.length - 1].caption;
+  } else $("#steps-caption").textContent = "Pick a story above, or a version below and start A and B, then step them by hand.";
+  for (const w of lanes) drawLane(w);
+  drawStore();
+  const v = judge();
+  const box = $("#steps-verdict");
+  box.hidden = !v;
+  if (v) {
+    box.dataset.word = v.some((f) => f.bad) ? "violated" : "ok";
+    box.replaceChildren(el("span", { className: "word", text: box.dataset.word === "violated" ? "broken" : "held" }),
+      ...v.map((f) => el("p", { "data-bad": String(f.bad), text: f.text })));
+  }
+}
+
+function drawLane(w) {
+  const s = steps.sales[w];
+  const lane = $("#lane-" + w);
+  lane.dataset.state = s ? s.s.state : "";
+  lane.querySelector(".who").textContent = s ? "on " + s.replica + " · " + s.lock + (s.fence ? " fenced" : "") + " · " + s.s.state : "not started";
+  const list = lane.querySelector("ol");
+  const items = s ? s.s.done.map((d) => stepItem(d, steps.marks[w + ":" + d.n])) : [];
+  if (s && s.s.next) items.push(stepItem(s.s.next, "", true));
+  if (s && s.s.state === "done") {
+    const r = s.s.result || {}, rep = r.reply || {};
+    const said = rep.sold ? "sold, " + rep.remaining + " left" + (rep.warning ? (/not held/.test(rep.warning) ? "; its lock was no longer its own at release" : "; releasing its lock failed") : "")
+      : "not sold: " + (words[rep.code] || rep.code || (s.s.cancelled ? "stopped by the reset" : "?"));
+    items.push(el("li", { className: "result", "data-sold": String(Boolean(rep.sold)), text: "answered " + r.status + ", " + said }));
+  }
+  list.replaceChildren(...items);
+  const stopped = s && s.s.state === "stopped";
+  lane.querySelector(".next").disabled = !stopped || steps.busy;
+  lane.querySelector(".end").disabled = !s || s.s.state === "done" || steps.busy;
+}
+
+// words are the result codes a lesson can end on, in plain words.
+const words = { fenced: "the stock refused its write (fenced)", sold_out: "sold out", lock_timeout: "it gave up waiting for the lock",
+  client_gone: "stopped by the reset", lease_lost: "it knew its lock was lost" };
+
+function stepItem(d, mark, pending) {
+  const li = el("li", { className: "step", "data-phase": d.phase || "", "data-mark": mark || "" },
+    el("span", { className: "phase", text: d.phase || "" }), el("code", { className: "cmd", text: d.command }));
+  if (pending) {
+    li.dataset.next = "true";
+    li.append(el("span", { className: "reply", text: "next" }));
+  } else if (/^\(error\) NOSCRIPT/.test(d.reply)) { // go-redis sends the script itself next: not the story
+    li.dataset.retry = "true";
+    li.append(el("span", { className: "arrow", text: " -> " }), el("span", { className: "reply", title: d.reply, text: "script not loaded yet: sent again as EVAL" }));
+  } else li.append(el("span", { className: "arrow", text: " -> " }), el("code", { className: "reply", text: d.reply }));
+  return li;
+}
+
+function drawStore() {
+  const s = steps.store;
+  const box = $("#store");
+  if (!s) { box.replaceChildren(el("p", { className: "why", text: "read live once A and B start" })); return; }
+  const lock = s.lock;
+  const who = lock ? ownerOf(lock.owner) : "";
+  box.dataset.owner = who;
+  const ttl = lock ? (lock.pttl_ms < 0 ? "no expiry" : (lock.pttl_ms / 1000).toFixed(1) + " s left") : "";
+  const bar = el("div", { className: "bar" }, el("span"));
+  bar.firstChild.style.width = lock && lock.pttl_ms > 0 ? Math.min(100, lock.pttl_ms / 100) + "%" : "0";
+  box.replaceChildren(...[
+    el("div", { className: "stock" }, el("small", { text: s.stock_key }), el("b", { text: s.stock == null ? "no stock key" : s.stock })),
+    el("div", { className: "lock", "data-held": String(Boolean(lock)) },
+      el("small", { text: "the lock" }),
+      el("b", { text: lock ? "held by " + (who || "another sale") : "no lock key in Redis" }),
+      lock ? el("code", { text: lock.owner.slice(0, 13) + "…" + (lock.count ? " ×" + lock.count : "") }) : null,
+      lock ? el("span", { className: "ttl", text: ttl }) : null, lock && lock.pttl_ms > 0 ? bar : null),
+    s.fence ? el("div", { className: "fence" }, el("small", { text: "the stock's newest holder" }),
+      el("b", { text: "token " + s.fence.token + " (" + (ownerOf(s.fence.owner) || "another sale") + ")" })) : null,
+  ].filter(Boolean));
+}

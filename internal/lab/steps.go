@@ -1,0 +1,150 @@
+package lab
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+
+	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/loadtest"
+	"github.com/locklab/locklab/internal/versions"
+)
+
+// The step-through: the page drives two stepped sales, A on one replica and
+// B on another, and reads the store between them. A stepped sale lives on
+// the replica that started it, so every call goes to that replica alone,
+// by nginx's /replica/NAME/ route (round robin would find it on the other
+// half the time), with the admin token, which never reaches the page. The
+// lab adds nothing of its own: each reply is the replica's, passed on.
+
+// lessonSale is what the page asks to start a stepped sale with.
+type lessonSale struct {
+	ID    string `json:"id"`
+	Lock  string `json:"lock"`
+	Fence bool   `json:"fence"`
+	// Stock, when set, is written first: the lesson's starting stock.
+	Stock *int64 `json:"stock,omitempty"`
+}
+
+// maxLessonStock bounds the stock a lesson starts with.
+const maxLessonStock = 1000
+
+// lessonStart starts a stepped sale on the replica the path names (POST
+// /sale?step=ID&lock=L[&fence=1]) and answers its state, stopped before its
+// first step. Refused while a run or a cell uses the stack: a lesson's
+// stock and lock are theirs too.
+func (l *Lab) lessonStart(w http.ResponseWriter, r *http.Request) {
+	var s lessonSale
+	if err := decode(r, &s); err != nil {
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, err.Error())
+		return
+	}
+	if _, ok := versions.Lookup(s.Lock); !ok {
+		writeError(w, http.StatusBadRequest, api.CodeUnknownLock, fmt.Sprintf("no version %q", s.Lock))
+		return
+	}
+	if s.Stock != nil && (*s.Stock < 0 || *s.Stock > maxLessonStock) {
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, fmt.Sprintf("a lesson's stock is 0-%d", maxLessonStock))
+		return
+	}
+	l.mu.Lock()
+	busy := l.busy
+	l.mu.Unlock()
+	if busy != "" {
+		writeError(w, http.StatusConflict, "busy", busy+" is running on the stack: a lesson steps its sales on the same stock and lock, so wait for it to end (or stop it)")
+		return
+	}
+	if s.Stock != nil {
+		body, _ := json.Marshal(api.SetStock{Stock: s.Stock})
+		if !l.pass(w, r, "", http.MethodPut, "stock", "", body, http.StatusOK) {
+			return
+		}
+	}
+	q := url.Values{"step": {s.ID}, "lock": {s.Lock}}
+	if s.Fence {
+		q.Set("fence", "1")
+	}
+	l.pass(w, r, r.PathValue("replica"), http.MethodPost, "sale", q.Encode(), nil, 0)
+}
+
+// lessonStep passes a step call (GET the state, POST next or end, DELETE:
+// reset) to the replica the path names.
+func (l *Lab) lessonStep(w http.ResponseWriter, r *http.Request) {
+	path := "steps/" + url.PathEscape(r.PathValue("id"))
+	switch do := r.PathValue("do"); do {
+	case "":
+	case "next", "end":
+		path += "/" + do
+	default:
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "a step is next or end, not "+do)
+		return
+	}
+	l.pass(w, r, r.PathValue("replica"), r.Method, path, "", nil, 0)
+}
+
+// lessonStore is what the store holds now, read by the first replica
+// (every replica reads the same store).
+func (l *Lab) lessonStore(w http.ResponseWriter, r *http.Request) {
+	replicas := l.found.find(r.Context())
+	if len(replicas) == 0 {
+		writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "no replica is running")
+		return
+	}
+	l.pass(w, r, replicas[0], http.MethodGet, "store", "", nil, 0)
+}
+
+// pass sends method path?query (with body) to replica ("": through nginx's
+// round robin) with the admin token, and writes its reply to w. With want
+// set, a reply of that status is not written but reported (true), so the
+// caller goes on; any other is written.
+func (l *Lab) pass(w http.ResponseWriter, r *http.Request, replica, method, path, query string, body []byte, want int) bool {
+	var u string
+	var err error
+	if replica == "" {
+		u, err = loadtest.Sibling(l.cfg.SaleURL, path)
+	} else {
+		if !slices.Contains(l.found.find(r.Context()), replica) {
+			writeError(w, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("no replica %q on this stack now", replica))
+			return false
+		}
+		u, err = loadtest.ReplicaURL(l.cfg.SaleURL, replica, path)
+	}
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "bad_config", err.Error())
+		return false
+	}
+	if query != "" {
+		u += "?" + query
+	}
+	req, err := http.NewRequestWithContext(r.Context(), method, u, bytes.NewReader(body))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, api.CodeBadRequest, err.Error())
+		return false
+	}
+	if l.cfg.AdminToken != "" {
+		req.Header.Set("Authorization", "Bearer "+l.cfg.AdminToken)
+	}
+	res, err := l.http.Do(req)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "the replica did not answer: "+err.Error())
+		return false
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "the replica's reply was cut: "+err.Error())
+		return false
+	}
+	if want != 0 && res.StatusCode == want {
+		return true
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(res.StatusCode)
+	_, _ = w.Write(raw)
+	return false
+}

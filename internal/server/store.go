@@ -1,0 +1,93 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/locks/fence"
+	"github.com/redis/go-redis/v9"
+)
+
+// LessonLease is the lease of a stepped sale's lock on the service's
+// replicas (Config.LessonLease): long enough to read a step or two, short
+// enough to watch it run out.
+const LessonLease = 10 * time.Second
+
+// ReadStore reads what the store holds now in one round trip: the stock,
+// the lock key (a string's owner or a hash's field, with its PTTL), the
+// newest holder fencing has registered at the stock (its single-node
+// domain, "redis") and the fencing counter. The lock key is read both as a
+// string and as a hash; its TYPE says which answer counts.
+func ReadStore(ctx context.Context, rdb redis.Cmdable, stockKey, lockKey string) (api.Store, error) {
+	out := api.Store{StockKey: stockKey}
+	var (
+		stock   *redis.StringCmd
+		kind    *redis.StatusCmd
+		pttl    *redis.DurationCmd
+		str     *redis.StringCmd
+		hash    *redis.MapStringStringCmd
+		holder  *redis.MapStringStringCmd
+		counter *redis.StringCmd
+	)
+	// The pipeline's own error is its first command's: each is checked
+	// below, where WRONGTYPE on the lock key's other reading is expected.
+	_, _ = rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		stock = p.Get(ctx, stockKey)
+		kind = p.Type(ctx, lockKey)
+		pttl = p.PTTL(ctx, lockKey)
+		str = p.Get(ctx, lockKey)
+		hash = p.HGetAll(ctx, lockKey)
+		holder = p.HGetAll(ctx, stockKey+":fence:redis")
+		counter = p.Get(ctx, fence.CounterKey(lockKey))
+		return nil
+	})
+	for _, c := range []redis.Cmder{stock, kind, pttl, holder, counter} {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return out, err
+		}
+	}
+	if v, err := stock.Result(); err == nil {
+		out.Stock = &v
+	}
+	ttl := pttl.Val().Milliseconds()
+	if pttl.Val() < 0 {
+		ttl = -1
+	}
+	switch kind.Val() {
+	case "string":
+		out.Lock = &api.LockKey{Key: lockKey, Type: "string", Owner: str.Val(), PTTLms: ttl}
+	case "hash":
+		out.Lock = &api.LockKey{Key: lockKey, Type: "hash", PTTLms: ttl}
+		for owner, n := range hash.Val() {
+			out.Lock.Owner, out.Lock.Count = owner, n
+		}
+	case "none":
+	default:
+		out.Lock = &api.LockKey{Key: lockKey, Type: kind.Val(), PTTLms: ttl}
+	}
+	if h := holder.Val(); len(h) > 0 {
+		out.Fence = &api.FenceHolder{Token: h["token"], Owner: h["owner"]}
+	}
+	if n, err := counter.Int64(); err == nil {
+		out.Counter = n
+	}
+	return out, nil
+}
+
+// store answers what the store holds now (Config.Store): the lab's
+// lessons read it live while two stepped sales run.
+func (h *handlers) store(w http.ResponseWriter, r *http.Request) {
+	if h.Store == nil {
+		writeError(w, api.CodeNotFound, "reading the store is not served by this replica")
+		return
+	}
+	s, err := h.Store(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
