@@ -25,6 +25,7 @@ import (
 	"github.com/locklab/locklab/internal/history"
 	dblock "github.com/locklab/locklab/internal/locks/db"
 	"github.com/locklab/locklab/internal/locks/etcd"
+	"github.com/locklab/locklab/internal/locks/fence"
 	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/locklab/locklab/internal/locks/zk"
 	"github.com/locklab/locklab/internal/metrics"
@@ -253,7 +254,9 @@ func handler(cfg config, deps builder.Deps, rdb *redis.Client, steps *step.Gate,
 		OverrideAdmin: !cfg.loopback(), Replica: cfg.Name, Hosts: origin.NewHosts(append(cfg.Hosts, cfg.Name, cfg.host)...),
 		AdminToken: cfg.AdminToken, Chaos: cfg.Chaos, Settings: cfg.settings(), Ready: ready, Log: log,
 		Recorder: mx, Metrics: mx.Handler(), History: hist, MaxInFlight: cfg.MaxInFlight, Steps: steps, LessonLease: server.LessonLease,
-		Store: func(ctx context.Context) (api.Store, error) { return server.ReadStore(ctx, rdb, cfg.Key, cfg.LockKey) },
+		Store: func(ctx context.Context) (api.Store, error) {
+			return server.ReadStore(ctx, rdb, server.StoreKeys{Stock: cfg.Key, Lock: cfg.LockKey, Counter: fence.CounterKey(cfg.LockKey)})
+		},
 	})
 }
 

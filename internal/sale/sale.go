@@ -382,7 +382,7 @@ func (s *Service) fence(ctx context.Context, m Method, l lease.Lease, owner stri
 	case off.Fence:
 		return &fencing{token: l.Token(), owner: owner, key: s.key + ":fence:off:" + owner}, nil
 	}
-	return &fencing{token: l.Token(), owner: owner, key: s.key + ":fence:" + m.Fence}, nil
+	return &fencing{token: l.Token(), owner: owner, key: FenceKey(s.key, m.Fence)}, nil
 }
 
 // readCheckWrite is the tutorial's business step: GET, check, wait out the
@@ -595,3 +595,8 @@ func (s *Service) SetStock(ctx context.Context, n int64) error {
 	}
 	return nil
 }
+
+// FenceKey is the hash beside the stock where the sales of token domain
+// (the lock's fencing domain: "redis", "redlock", ...) register their
+// holder and token before they write: the newest one the stock accepts.
+func FenceKey(stock, domain string) string { return stock + ":fence:" + domain }

@@ -18,6 +18,7 @@ import (
 	"github.com/locklab/locklab/internal/etcdtest"
 	"github.com/locklab/locklab/internal/history"
 	etcdlock "github.com/locklab/locklab/internal/locks/etcd"
+	"github.com/locklab/locklab/internal/locks/fence"
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
 	zklock "github.com/locklab/locklab/internal/locks/zk"
 	"github.com/locklab/locklab/internal/origin"
@@ -114,7 +115,7 @@ func newStack(t testing.TB, o options) *stack {
 		Ready:    o.ready, History: history.NewRing(100),
 		MaxInFlight: o.maxInFlight, MaxOthersInFlight: o.maxOthers, Steps: o.steps, LessonLease: o.lessonLease,
 		Store: func(ctx context.Context) (api.Store, error) {
-			return server.ReadStore(ctx, stock, api.DefaultStockKey, api.DefaultLockKey)
+			return server.ReadStore(ctx, stock, server.StoreKeys{Stock: api.DefaultStockKey, Lock: api.DefaultLockKey, Counter: fence.CounterKey(api.DefaultLockKey)})
 		}})
 	s.h = h
 	ts := httptest.NewUnstartedServer(h)

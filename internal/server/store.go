@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
-	"github.com/locklab/locklab/internal/locks/fence"
+	"github.com/locklab/locklab/internal/sale"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -16,12 +16,18 @@ import (
 // enough to watch it run out.
 const LessonLease = 10 * time.Second
 
+// StoreKeys are the keys ReadStore reads: the stock, the lock, and the
+// lock's fencing counter (its lock package names it: fence.CounterKey; the
+// server links no lock).
+type StoreKeys struct{ Stock, Lock, Counter string }
+
 // ReadStore reads what the store holds now in one round trip: the stock,
 // the lock key (a string's owner or a hash's field, with its PTTL), the
 // newest holder fencing has registered at the stock (its single-node
 // domain, "redis") and the fencing counter. The lock key is read both as a
 // string and as a hash; its TYPE says which answer counts.
-func ReadStore(ctx context.Context, rdb redis.Cmdable, stockKey, lockKey string) (api.Store, error) {
+func ReadStore(ctx context.Context, rdb redis.Cmdable, k StoreKeys) (api.Store, error) {
+	stockKey, lockKey := k.Stock, k.Lock
 	out := api.Store{StockKey: stockKey}
 	var (
 		stock   *redis.StringCmd
@@ -40,8 +46,8 @@ func ReadStore(ctx context.Context, rdb redis.Cmdable, stockKey, lockKey string)
 		pttl = p.PTTL(ctx, lockKey)
 		str = p.Get(ctx, lockKey)
 		hash = p.HGetAll(ctx, lockKey)
-		holder = p.HGetAll(ctx, stockKey+":fence:redis")
-		counter = p.Get(ctx, fence.CounterKey(lockKey))
+		holder = p.HGetAll(ctx, sale.FenceKey(stockKey, "redis"))
+		counter = p.Get(ctx, k.Counter)
 		return nil
 	})
 	for _, c := range []redis.Cmder{stock, kind, pttl, holder, counter} {

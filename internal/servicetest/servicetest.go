@@ -16,6 +16,7 @@ import (
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/builder"
 	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/locks/fence"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/locklab/locklab/internal/server"
@@ -54,7 +55,9 @@ func StartWith(tb testing.TB, name string, settings map[string]string) string {
 		Lock: "v1", Override: true, Replica: name, Log: slog.New(slog.DiscardHandler),
 		Ready: func(context.Context) error { return nil }, History: history.NewRing(10000),
 		Settings: reported, Steps: steps, LessonLease: server.LessonLease,
-		Store: func(ctx context.Context) (api.Store, error) { return server.ReadStore(ctx, rdb, svc.Key(), "lock") }})
+		Store: func(ctx context.Context) (api.Store, error) {
+			return server.ReadStore(ctx, rdb, server.StoreKeys{Stock: svc.Key(), Lock: "lock", Counter: fence.CounterKey("lock")})
+		}})
 
 	mux := http.NewServeMux()
 	mux.Handle("/replica/"+name+"/", http.StripPrefix("/replica/"+name, h))
