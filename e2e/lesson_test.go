@@ -4,7 +4,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,18 +15,11 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
 
-// TestLessonStepThrough plays the lab's step-through stories on a stack
-// started as make up starts it (no -chaos, the replicas' own -ttl), one
-// click per step, and reads from Redis itself, at the step that tells, what
-// each story claims: v2's two sales read the same stock and sold one unit
-// twice; v4's lock became B's and A's DEL removed it while B still worked;
-// v6 in v4's order answered A's release with 0, B's lock kept; v6 fenced
-// refused A's write. The lease is the lesson's (10 s), run out for real.
-// Each ending is kept as a picture at 1280 and 390 px ($LAB_SCREENSHOTS).
 // stepPage is the lab's page, open, driven through its step-through.
 type stepPage struct {
 	t   *testing.T
@@ -126,6 +121,18 @@ func stepV2(p stepPage, stock func() string) {
 	p.shots("v2")
 }
 
+// TestLessonStepThrough plays the lab's step-through stories on a stack
+// started as make up starts it (no -chaos, the replicas' own -ttl), one
+// click per step, and reads from Redis itself, at the step that tells, what
+// each story claims: v2's two sales read the same stock and sold one unit
+// twice; v4's lock became B's and A's DEL removed it while B still worked;
+// v6 in v4's order answered A's release with 0, B's lock kept; v6 fenced
+// refused A's write; v5's GET matched A's id, the lease ran out before its
+// DEL, and the DEL removed B's lock. The lease is the lesson's (10 s), run
+// out for real.
+// Each ending is kept as a picture at 1280 and 390 px ($LAB_SCREENSHOTS).
+// Last, a story left with A holding the lock and the page closed leaves no
+// lock key behind, and the next sale sells.
 func TestLessonStepThrough(t *testing.T) {
 	bin := clusterBin(t)
 	port := redistest.FreePort(t)
@@ -233,7 +240,73 @@ func TestLessonStepThrough(t *testing.T) {
 		noLockLeft(story)
 		p.shots(story)
 	}
+
+	// v5: A sells inside its lease; its release's GET answers A's own id;
+	// the lease runs out before the DEL; B takes the lock; A's DEL removes
+	// B's lock while B still works.
+	p.open("v5")
+	p.click(0)
+	p.click(1)
+	ownerA := acquired("A")
+	for at := 2; at <= 5; at++ {
+		p.click(at)
+	}
+	if s := redisGet(stockKey); s != "9" {
+		t.Fatalf("v5: after A's write Redis holds stock %s, want 9", s)
+	}
+	p.click(6)
+	if got := p.done("A", "release", 0, ".reply"); !strings.Contains(got, ownerA) || rdb.Exists(bg, lockKey).Val() != 1 {
+		t.Fatalf("v5: A's release began with a GET answering %q (A is %s), the key there %d times: want A's own id, its lock still held", got, ownerA, rdb.Exists(bg, lockKey).Val())
+	}
+	p.click(7) // offered once the lock key is gone: the lease ran out
+	p.click(8)
+	if ownerB := acquired("B"); ownerB == ownerA {
+		t.Fatalf("v5: B's lock holds A's owner")
+	}
+	p.click(9)
+	if n, b, del := rdb.Exists(bg, lockKey).Val(), p.lane("B"), p.done("A", "release", -1, ".reply"); n != 0 || b != "stopped" || del != "1" {
+		t.Fatalf("v5: after A's DEL (%s) the lock key exists %d times, B is %s: want B's lock deleted while B still works", del, n, b)
+	}
+	p.click(10)
+	p.verdict("violated", "B's lock deleted by A")
+	if s := redisGet(stockKey); s != "8" {
+		t.Fatalf("v5: the story ended with stock %s, want 8 (each sale sold once)", s)
+	}
+	noLockLeft("v5")
+	p.shots("v5")
+
 	if p := problems(); len(p) > 0 {
 		t.Fatalf("the page reported errors: %v", p)
 	}
+
+	// A story left mid-way, A holding the lock, and the page closed: the
+	// stepped sale is cancelled (the page's DELETE as it goes, else the
+	// replica's 30 s with nobody reading) and its lock released; the next
+	// sale through nginx sells at once.
+	p.open("v4")
+	p.click(0)
+	p.click(1)
+	acquired("A")
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatal(err)
+	}
+	closed := time.Now()
+	locktest.WaitFor(t, 40*time.Second, "no lock key once the page is gone", func() bool { return rdb.Exists(bg, lockKey).Val() == 0 })
+	t.Logf("the page closed with A holding the lock: its key gone %s later", time.Since(closed).Round(time.Millisecond))
+	before := redisGet(stockKey)
+	start := time.Now()
+	res, err := http.Post(base+"sale", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply struct {
+		Sold      bool  `json:"sold"`
+		Remaining int64 `json:"remaining"`
+	}
+	err = json.NewDecoder(res.Body).Decode(&reply)
+	res.Body.Close()
+	if err != nil || res.StatusCode != http.StatusOK || !reply.Sold {
+		t.Fatalf("the next sale after the page closed: %d %+v (%v), want sold", res.StatusCode, reply, err)
+	}
+	t.Logf("the next sale: sold in %s, stock %s -> %d", time.Since(start).Round(time.Millisecond), before, reply.Remaining)
 }

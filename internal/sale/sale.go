@@ -334,7 +334,7 @@ func netFailure(err error) bool {
 // release runs even when the request is gone: a lock left behind blocks every
 // other sale until its lease ends (or forever, for v3).
 func (s *Service) release(ctx context.Context, l lease.Lease, tr *Trace) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.releaseTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), step.Timeout(ctx, s.releaseTimeout))
 	defer cancel()
 	step.Phase(ctx, step.Release)
 	tr.Releasing = time.Now()

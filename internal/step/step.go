@@ -362,6 +362,20 @@ func Stop(ctx context.Context, what string) error {
 	return nil
 }
 
+// Timeout is d for a sale that is not stepped, and d past the bound of
+// ctx's stepped sale: the time a stepped sale spends stopped at the gate is
+// the learner's, not the step's own, and a release cut short by it would
+// fail with its lock left behind (v5's story stops between the release's
+// GET and its DEL for a whole lease). A cancelled sale runs its release at
+// once, so the release still ends within the sale's bound and d.
+func Timeout(ctx context.Context, d time.Duration) time.Duration {
+	s := From(ctx)
+	if s == nil {
+		return d
+	}
+	return time.Until(s.started.Add(s.gate.opts.Bound)) + d
+}
+
 // Done records the outcome of the step Stop let go.
 func Done(ctx context.Context, reply string) {
 	if s := From(ctx); s != nil {

@@ -347,3 +347,24 @@ func TestWatchdogShownNotStopped(t *testing.T) {
 		t.Fatalf("A: %+v %v, want sold and released", o.res, o.err)
 	}
 }
+
+// Timeout leaves an unstepped sale's bound as it is, and gives a stepped
+// sale's the time to its own bound on top: a release stopped at the gate
+// for a whole lease (v5's story) must still be able to finish.
+func TestTimeoutCountsFromTheBound(t *testing.T) {
+	if got := step.Timeout(context.Background(), 5*time.Second); got != 5*time.Second {
+		t.Fatalf("unstepped: %s, want 5s", got)
+	}
+	g := step.New(step.Options{Bound: time.Minute})
+	defer g.Close()
+	got := make(chan time.Duration, 1)
+	if _, err := g.Start(context.Background(), "T", func(ctx context.Context) any {
+		got <- step.Timeout(ctx, 5*time.Second)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if d := <-got; d <= 55*time.Second || d > 65*time.Second {
+		t.Fatalf("stepped, bound 1m: %s, want about 1m5s", d)
+	}
+}

@@ -39,6 +39,22 @@ const presets = {
       { who: "B", do: "end", caption: "B checks, writes 9 and releases: its DEL finds nothing left to delete." },
     ],
   },
+  v5: {
+    lock: "v5", fence: false, title: "v5: A's GET matches, then its DEL deletes B's lock",
+    intro: "v5 releases only its own lock: it reads the key (GET), compares it with its id, and only then deletes it (DEL). Two commands, with time between them.",
+    steps: [
+      { who: "A", do: "next", caption: "A takes the lock: the key now holds A's id, for 10 s." },
+      { who: "A", do: "next", caption: "A reads the stock: 10." },
+      { who: "A", do: "next", caption: "A checks: 10 is more than 0." },
+      { who: "A", do: "next", caption: "A does its business work." },
+      { who: "A", do: "next", caption: "A writes 9: its unit is sold, inside its lease." },
+      { who: "A", do: "next", caption: "A begins to release: it reads the key and finds its own id, so it decides to delete it." },
+      { who: "A", do: "wait", caption: "Before A's DEL goes out, A stalls (a pause, a slow network). Watch the lease run out between the lanes." },
+      { who: "B", do: "next", caption: "The lock has expired, so B takes it: the key now holds B's id.", mark: "flaw" },
+      { who: "A", do: "end", caption: "A sends the DEL its GET decided on. It deletes whatever the key holds now: B's lock. The check and the delete were two commands.", mark: "flaw" },
+      { who: "B", do: "end", caption: "B reads 9, writes 8 and releases: it worked without a lock since A's DEL." },
+    ],
+  },
   v6: {
     lock: "v6", fence: false, title: "v6 in v4's order: A's release returns 0",
     intro: "The same order as v4's story, against v6: its release is one script that deletes the key only if it still holds the caller's id.",
@@ -256,10 +272,12 @@ function judge() {
   for (const [x, y, X, Y] of [[A, B, "A", "B"], [B, A, "B", "A"]]) {
     const got = y.done.filter((d) => d.phase === "acquire").pop();
     // A release's last command is its answer (an EVALSHA answered NOSCRIPT
-    // is sent again as EVAL); its first is when it began.
+    // is sent again as EVAL; v5's DEL follows its GET).
+    // It counts when it was sent after the other took the lock and before
+    // the other began to release: v5's GET may come before, its DEL after.
     const rels = x.done.filter((d) => d.phase === "release"), rel = rels[rels.length - 1];
     const yRel = y.done.find((d) => d.phase === "release");
-    if (!got || !rel || !(got.end < rels[0].start) || (yRel && yRel.start < rels[0].start)) continue;
+    if (!got || !rel || !(got.end < rel.start) || (yRel && yRel.start < rel.start)) continue;
     if (rel.reply === "1") out.push({ bad: true, text: Y + "'s lock deleted by " + X + ": " + X + "'s release removed the key while " + Y + " still held it." });
     if (rel.reply === "0") out.push({ bad: false, text: X + "'s release answered 0: " + Y + "'s lock survived." });
   }
