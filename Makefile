@@ -13,7 +13,7 @@ CLUSTER := $(GO) run ./cmd/cluster
 URL := http://localhost:$(PORT)
 REPORT := $(CURDIR)/report.html
 
-.PHONY: mutations e2e-swarm lab lab-screenshot lesson-screenshot bench-lab fuzz stress test-busy bench bench-scale bench-docs bench-guards scenarios scenarios-compose nemesis scenarios-docs docs test test-e2e e2e-compose images-offline vet build check-tools up down status demo bench-loadtest families clean
+.PHONY: test-e2e-soak mutations e2e-swarm lab lab-screenshot lesson-screenshot bench-lab fuzz stress test-busy bench bench-scale bench-docs bench-guards scenarios scenarios-compose nemesis scenarios-docs docs test test-e2e e2e-compose images-offline vet build check-tools up down status demo bench-loadtest families clean
 
 test: check-tools vet
 	$(GO) test -race ./...
@@ -27,6 +27,11 @@ test-e2e: check-tools
 	  echo "chromium is not installed; the lab's browser test drives it (headless)."; \
 	  echo "Install it: sudo apt-get install chromium (Debian/Ubuntu)"; exit 1; }
 	$(GO) test -tags e2e -count=1 -timeout 40m -v ./e2e/
+
+# The scenario matrix three times in a row on its fault cluster (CI runs it
+# once, in make test-e2e): by hand, to catch a cell that passes by luck.
+test-e2e-soak: check-tools
+	LOCKLAB_SCENARIO_RUNS=3 $(GO) test -tags e2e -count=1 -timeout 60m -v -run '^TestScenarios$$' ./e2e/
 
 # The docs' pictures of the lab, the browser test's screenshots on the local
 # cluster it starts: after its v2 run (docs/lab.png, the README's), v6's

@@ -262,13 +262,22 @@ func checkRun(t *testing.T, c *cluster.Cluster, cfg loadtest.Config, run int, v 
 	}
 }
 
-// Every cell of the scenario matrix, twice in a row, on a cluster with the
-// fault hooks on and a 1 s lease (as make scenarios runs it). Twice, not
-// three times as until the Swarm stack joined CI: the matrix's 122 cells
-// take about 270 s a run on 2 cores, and CI is kept near 30 minutes; every
-// CI run and make scenarios-docs run it again.
+// Every cell of the scenario matrix on a cluster with the fault hooks on
+// and a 1 s lease (as make scenarios runs it), once: the matrix's cells
+// take about 250 s a run on 2 cores, and CI is kept near 30 minutes (it
+// ran them twice until the step-through's tests and the Compose story took
+// CI to 48 minutes). LOCKLAB_SCENARIO_RUNS=N runs them N times in a row
+// (make test-e2e-soak: 3); make scenarios and make mutations run them too.
 func TestScenarios(t *testing.T) {
-	scenarios(t, scenarioCluster(t, "FAULTS=1", "INVENTORY_CHAOS=true", "INVENTORY_TTL=1s", "INVENTORY_ACQUIRE_TIMEOUT=5s"), 2)
+	runs := 1
+	if v := os.Getenv("LOCKLAB_SCENARIO_RUNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("LOCKLAB_SCENARIO_RUNS=%q: want a number of runs, 1 or more", v)
+		}
+		runs = n
+	}
+	scenarios(t, scenarioCluster(t, "FAULTS=1", "INVENTORY_CHAOS=true", "INVENTORY_TTL=1s", "INVENTORY_ACQUIRE_TIMEOUT=5s"), runs)
 }
 
 // scenarioCluster starts a local cluster with settings and returns its
