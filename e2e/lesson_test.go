@@ -280,32 +280,39 @@ func TestLessonStepThrough(t *testing.T) {
 	}
 
 	// A story left mid-way, A holding the lock, and the page closed: the
-	// stepped sale is cancelled (the page's DELETE as it goes, else the
-	// replica's 30 s with nobody reading) and its lock released; the next
-	// sale through nginx sells at once.
+	// stepped sale is cancelled by the page's DELETE as it goes (the
+	// replica's 30 s with nobody reading is the backstop, longer than the
+	// lease: not what this checks) and its lock released before its lease
+	// could run out; the next v4 sale through nginx sells at once.
 	p.open("v4")
 	p.click(0)
 	p.click(1)
 	acquired("A")
+	// Released, not expired: gone well before the lease could have run out.
+	left := rdb.PTTL(bg, lockKey).Val()
+	if left < 3*time.Second {
+		t.Fatalf("A's lock has %s of its lease left just after it was taken, want about 10 s", left)
+	}
 	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
 		t.Fatal(err)
 	}
 	closed := time.Now()
-	locktest.WaitFor(t, 40*time.Second, "no lock key once the page is gone", func() bool { return rdb.Exists(bg, lockKey).Val() == 0 })
-	t.Logf("the page closed with A holding the lock: its key gone %s later", time.Since(closed).Round(time.Millisecond))
+	locktest.WaitFor(t, left-2*time.Second, "A's lock released (not expired) once the page is gone", func() bool { return rdb.Exists(bg, lockKey).Val() == 0 })
+	t.Logf("the page closed with A holding the lock (%s of its lease left): its key gone %s later", left.Round(time.Millisecond), time.Since(closed).Round(time.Millisecond))
 	before := redisGet(stockKey)
 	start := time.Now()
-	res, err := http.Post(base+"sale", "", nil)
+	res, err := http.Post(base+"sale?lock=v4", "", nil) // the same lock, so a key left behind would block it
 	if err != nil {
 		t.Fatal(err)
 	}
 	var reply struct {
-		Sold      bool  `json:"sold"`
-		Remaining int64 `json:"remaining"`
+		Sold      bool   `json:"sold"`
+		Remaining int64  `json:"remaining"`
+		Lock      string `json:"lock"`
 	}
 	err = json.NewDecoder(res.Body).Decode(&reply)
 	res.Body.Close()
-	if err != nil || res.StatusCode != http.StatusOK || !reply.Sold {
+	if err != nil || res.StatusCode != http.StatusOK || !reply.Sold || reply.Lock != "v4" {
 		t.Fatalf("the next sale after the page closed: %d %+v (%v), want sold", res.StatusCode, reply, err)
 	}
 	t.Logf("the next sale: sold in %s, stock %s -> %d", time.Since(start).Round(time.Millisecond), before, reply.Remaining)

@@ -2,8 +2,9 @@
 // (internal/versions) as a sale.Method, from the clients the service was
 // given. Only the binaries that build locks import it (the service, the
 // bench, the tests that need real locks): the catalogue itself, and the
-// server, the load test and the lab that read it, link no lock package and
-// no driver.
+// server, the load test and the checker that read it, link no lock package
+// and no driver (versions' TestReadersLinkNoLock; the lab still links them
+// through the scenarios' environment).
 package builder
 
 import (

@@ -54,8 +54,13 @@ func (p *Proc) Kill() {
 // nothing, its ports still accept connections) or, with frozen false,
 // resumes it.
 func (p *Proc) Freeze(frozen bool) error {
-	if frozen {
-		return Stop(p.p.Pid, 10*time.Second)
+	if !frozen {
+		return p.p.Signal(syscall.SIGCONT)
 	}
-	return p.p.Signal(syscall.SIGCONT)
+	// Through the os.Process (a pidfd where there is one): never a pid
+	// reused after this process was reaped.
+	if err := p.p.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	return WaitStopped(p.p.Pid, 10*time.Second)
 }

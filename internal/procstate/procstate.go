@@ -60,6 +60,11 @@ func Stopped(pid int) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	// A process that has exited (a zombie nobody reaped yet) will never
+	// stop: said as an error, not as a wait that times out.
+	if st, err := State(pid); err == nil && (st == 'Z' || st == 'X') {
+		return false, fmt.Errorf("pid %d has exited", pid)
+	}
 	for _, tid := range tids {
 		raw, err := os.ReadFile(filepath.Join(dir, tid.Name(), "stat"))
 		if errors.Is(err, os.ErrNotExist) {
@@ -72,7 +77,7 @@ func Stopped(pid int) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if st != 'T' && st != 't' {
+		if st != 'T' && st != 't' && st != 'Z' && st != 'X' { // an exited thread stops nothing
 			return false, nil
 		}
 	}

@@ -2,6 +2,7 @@ package procstate
 
 import (
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -82,4 +83,29 @@ func TestProcKill(t *testing.T) {
 	var none *Proc
 	none.Kill()
 	<-none.Exited()
+}
+
+// A process that has exited but is not reaped (a zombie) is said to have
+// exited, at once, not waited for as if it might still stop.
+func TestZombieIsNotStopped(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Wait() })
+	pid := cmd.Process.Pid
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if st, err := State(pid); err == nil && st == 'Z' {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("true did not exit within 10 s")
+		}
+		time.Sleep(time.Millisecond) // polling the observable state: its state
+	}
+	start := time.Now()
+	if err := WaitStopped(pid, 10*time.Second); err == nil || !strings.Contains(err.Error(), "exited") || time.Since(start) > time.Second {
+		t.Fatalf("a zombie: %v after %s, want at once that it has exited", err, time.Since(start))
+	}
 }

@@ -336,6 +336,8 @@ func netFailure(err error) bool {
 func (s *Service) release(ctx context.Context, l lease.Lease, tr *Trace) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), step.Timeout(ctx, s.releaseTimeout))
 	defer cancel()
+	stop := step.Cancelled(ctx, func() { time.AfterFunc(s.releaseTimeout, cancel) })
+	defer stop()
 	step.Phase(ctx, step.Release)
 	tr.Releasing = time.Now()
 	err := l.Release(rctx)

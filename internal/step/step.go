@@ -141,6 +141,7 @@ type Sale struct {
 	gate    *Gate
 	goid    int64 // the goroutine that runs the sale: only its steps stop
 	started time.Time
+	ctx     context.Context // the sale's own: cancelled by Cancel
 	cancel  context.CancelCauseFunc
 	bound   *time.Timer
 	idle    *time.Timer
@@ -192,7 +193,7 @@ func (g *Gate) Start(ctx context.Context, id string, run func(ctx context.Contex
 	}
 	s := &Sale{id: id, gate: g, started: time.Now(), changed: make(chan struct{})}
 	sctx, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), key{}, s))
-	s.cancel = cancel
+	s.ctx, s.cancel = sctx, cancel
 	s.bound = time.AfterFunc(g.opts.Bound, func() { s.Cancel("past the bound of " + g.opts.Bound.String()) })
 	s.idle = time.AfterFunc(g.opts.Idle, func() { s.Cancel("abandoned: nobody looked at it for " + g.opts.Idle.String()) })
 	g.sales[id] = s
@@ -363,17 +364,31 @@ func Stop(ctx context.Context, what string) error {
 }
 
 // Timeout is d for a sale that is not stepped, and d past the bound of
-// ctx's stepped sale: the time a stepped sale spends stopped at the gate is
-// the learner's, not the step's own, and a release cut short by it would
-// fail with its lock left behind (v5's story stops between the release's
-// GET and its DEL for a whole lease). A cancelled sale runs its release at
-// once, so the release still ends within the sale's bound and d.
+// ctx's stepped sale (never less than d): the time a stepped sale spends
+// stopped at the gate is the learner's, not the step's own, and a release
+// cut short by it would fail with its lock left behind (v5's story stops
+// between the release's GET and its DEL for a whole lease). Its caller
+// also bounds the step by d from the sale's cancellation (Cancelled).
 func Timeout(ctx context.Context, d time.Duration) time.Duration {
 	s := From(ctx)
 	if s == nil {
 		return d
 	}
-	return time.Until(s.started.Add(s.gate.opts.Bound)) + d
+	return max(d, time.Until(s.started.Add(s.gate.opts.Bound))+d)
+}
+
+// Cancelled calls f once ctx's stepped sale is cancelled (at once if it is
+// already; finished is not cancelled), and never for a sale that is not
+// stepped; stop undoes it. A
+// release given Timeout's long bound cancels itself d after the sale's
+// cancellation, so that a cancelled sale (its page gone, the replica
+// stopping) still ends within d of it, as an unstepped one would.
+func Cancelled(ctx context.Context, f func()) (stop func() bool) {
+	s := From(ctx)
+	if s == nil {
+		return func() bool { return false }
+	}
+	return context.AfterFunc(s.ctx, f) // the sale's own: ctx may be detached from it (a holder's)
 }
 
 // Done records the outcome of the step Stop let go.

@@ -368,3 +368,35 @@ func TestTimeoutCountsFromTheBound(t *testing.T) {
 		t.Fatalf("stepped, bound 1m: %s, want about 1m5s", d)
 	}
 }
+
+// Past its bound a stepped sale's step still has d (never less), and a
+// stepped sale's cancellation is told to whoever waits on it, also through
+// a context detached from the sale's (a holder's); an unstepped sale's
+// never is.
+func TestTimeoutPastTheBoundAndCancelled(t *testing.T) {
+	g := step.New(step.Options{Bound: time.Millisecond})
+	defer g.Close()
+	got := make(chan time.Duration, 1)
+	told := make(chan struct{})
+	s, err := g.Start(context.Background(), "T", func(ctx context.Context) any {
+		<-ctx.Done() // cancelled at its 1 ms bound
+		got <- step.Timeout(ctx, 5*time.Second)
+		step.Cancelled(context.WithoutCancel(ctx), func() { close(told) })
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := <-got; d != 5*time.Second {
+		t.Fatalf("past the bound: %s, want 5s", d)
+	}
+	select {
+	case <-told:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the sale's cancellation (%+v) was not told", s.State())
+	}
+	stop := step.Cancelled(context.Background(), func() { t.Error("an unstepped sale told of a cancellation") })
+	if stop() {
+		t.Error("stop of an unstepped sale's Cancelled says it stopped something")
+	}
+}
