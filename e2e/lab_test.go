@@ -187,6 +187,9 @@ func TestLab(t *testing.T) {
 	waitFor(t, ctx, "the downloaded v2 run opened from its file, violated, its overlaps drawn",
 		`document.querySelector("#run-status").textContent.includes("(file)") && document.querySelector(".verdict[data-lock=v2]")?.dataset.word === "violated" && Number(document.querySelector("#timeline").dataset.overlaps) > 0 && [...document.querySelectorAll("#runs td")].some((td) => td.textContent.startsWith("opened from"))`)
 
+	// Every view at its own address, v2's run by its address among them.
+	checkViews(t, url, v2run)
+
 	// The keyboard walks the holds: the first one's record shows.
 	if err := chromedp.Do(ctx, chromedp.Focus("#timeline")); err != nil {
 		t.Fatal(err)

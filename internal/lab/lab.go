@@ -200,6 +200,13 @@ func (l *Lab) Handler() http.Handler {
 	mux := http.NewServeMux()
 	files, _ := fs.Sub(static, "static")
 	mux.HandleFunc("GET /{$}", l.page)
+	// The page's views, each at its own address (lab.js draws the one named).
+	for _, view := range []string{"lessons", "lessons/{version}", "runs", "runs/{id}", "faults", "libraries", "stack"} {
+		mux.HandleFunc("GET /lab/"+view, l.page)
+	}
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		http.ServeFileFS(w, r, static, "static/favicon.svg")
+	})
 	mux.Handle("GET /lab/static/", http.StripPrefix("/lab/static/", http.FileServerFS(files)))
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

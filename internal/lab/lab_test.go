@@ -627,3 +627,36 @@ func TestLessonSteps(t *testing.T) {
 		t.Fatalf("the store after the reset: %d %v, want no lock and stock 10", status, r)
 	}
 }
+
+// Each view of the page has its own address, served the page (lab.js draws
+// the view it names); an address that names none is a 404; the favicon is
+// served, so no browser logs its 404.
+func TestViewAddresses(t *testing.T) {
+	u := start(t, lab.Config{})
+	for _, path := range []string{"/", "/lab/lessons", "/lab/lessons/v4", "/lab/runs", "/lab/runs/r1", "/lab/faults", "/lab/libraries", "/lab/stack"} {
+		res, err := http.Get(u + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || !strings.Contains(string(body), `<nav id="views"`) || res.Header.Get("Content-Security-Policy") == "" {
+			t.Errorf("GET %s: %d, %d bytes, CSP %q; want the page", path, res.StatusCode, len(body), res.Header.Get("Content-Security-Policy"))
+		}
+	}
+	for _, path := range []string{"/lab/nothing", "/lab/faults/v4", "/lessons/v4"} {
+		if status, _ := do(t, http.MethodGet, u+path, "", nil); status != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404", path, status)
+		}
+	}
+	for _, path := range []string{"/favicon.ico", "/lab/static/favicon.svg"} {
+		res, err := http.Get(u + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "image/svg+xml" {
+			t.Errorf("GET %s: %d %q, want an SVG", path, res.StatusCode, res.Header.Get("Content-Type"))
+		}
+	}
+}

@@ -71,11 +71,76 @@ async function init() {
   });
   canvas.addEventListener("blur", () => { $("#tip").hidden = true; state.focusHold = undefined; });
   window.addEventListener("resize", () => touch("run"));
+  $("#quick-run").addEventListener("click", () => lessonRun(["v2", "v6"]));
   buildLessons();
   initSteps();
   listen();
   loadMatrix().catch(showError);
+  initViews();
   requestAnimationFrame(frame);
+}
+
+// The views, each at its own address in the manner of pprof's web UI: the
+// start page (/, everything on one page, the first screen enough to begin),
+// and under /lab/ (nginx sends / and /lab/ to the lab, the rest to the
+// replicas) the lessons (/lab/lessons/v4), the runs (/lab/runs/ID: drawn
+// again from the run the lab keeps), the faults, the libraries, the stack.
+// Back and forward move between them without a reload.
+const views = { "": "all", lessons: "lessons", runs: "runs", faults: "faults", libraries: "libraries", stack: "stack" };
+
+// viewAt is the view, and the thing in it (a version, a run), a path names;
+// null for a path that names none.
+function viewAt(path) {
+  if (path === "/") return { view: "all" };
+  const m = path.match(/^\/lab\/(lessons|runs|faults|libraries|stack)(?:\/([^/]+))?\/?$/);
+  return m && (!m[2] || m[1] === "lessons" || m[1] === "runs") ? { view: views[m[1]], item: m[2] && decodeURIComponent(m[2]) } : null;
+}
+
+function initViews() {
+  document.addEventListener("click", (e) => {
+    const a = e.target.closest && e.target.closest("a[href]");
+    if (!a || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey || a.origin !== location.origin) return;
+    if (!viewAt(a.pathname) || (a.pathname === location.pathname && a.hash)) return; // a story's #/lesson/ is steps.js's
+    e.preventDefault();
+    goTo(a.pathname + a.hash);
+  });
+  window.addEventListener("popstate", () => showView());
+  showView();
+}
+
+// goTo moves to path as a new entry of the history (replace: in place).
+function goTo(path, replace) {
+  if (path === location.pathname + location.hash) return;
+  history[replace ? "replaceState" : "pushState"](null, "", path);
+  showView();
+}
+
+// showView shows the view the address names: its sections, and the version or
+// run in it. A story of the step-through (#/lesson/NAME) is a lesson's.
+function showView() {
+  const at = viewAt(location.pathname) || { view: "all" };
+  const view = location.hash.startsWith("#/lesson/") && at.view !== "all" ? "lessons" : at.view;
+  state.view = view;
+  document.body.dataset.view = view;
+  for (const s of document.querySelectorAll("main > section[data-views]")) s.hidden = !s.dataset.views.split(" ").includes(view);
+  for (const a of document.querySelectorAll("#views a")) {
+    if (viewAt(a.pathname).view === view) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
+  }
+  if (view === "lessons" && at.item) {
+    const i = state.config.versions.findIndex((v) => v.name === at.item);
+    if (i < 0) showError(new Error("no version " + at.item + ": pick one of the tabs"));
+    else if (state.lesson !== at.item) showLesson(i);
+  }
+  if (view === "runs" && at.item) openRunByID(at.item);
+  document.title = "locklab" + (view === "all" ? ": watch a lock hold, break and get fixed" : ": " + (at.item ? at.item + " · " : "") + view);
+}
+
+// openRunByID shows a run the lab keeps, whole (its holds too), as its
+// address names it: a reload or a shared link draws the same timeline.
+async function openRunByID(id) {
+  const known = state.runs.find((r) => r.id === id);
+  if (known && known.holds.length && known.status !== "running") { state.current = known; touch(); return; }
+  try { adopt(await api("GET", "/lab/api/runs/" + encodeURIComponent(id))); } catch (err) { showError(err); }
 }
 
 // The scenario matrix: a row per scenario, a column per version that any
@@ -168,6 +233,7 @@ function buildLessons() {
 async function showLesson(i) {
   const v = state.config.versions[i];
   state.lesson = v.name;
+  if (state.view === "lessons" && !location.hash) goTo("/lab/lessons/" + v.name);
   for (const [j, b] of [...$("#lesson-tabs").children].entries()) {
     b.setAttribute("aria-selected", String(j === i));
     b.tabIndex = j === i ? 0 : -1;
@@ -323,6 +389,7 @@ async function start(e) {
   try {
     const run = await api("POST", "/lab/api/runs", settings);
     adopt(run);
+    if (state.view === "runs") goTo("/lab/runs/" + run.id);
   } catch (err) { showError(err); }
 }
 
@@ -639,6 +706,7 @@ function drawMatrix() {
   const busy = state.current && state.current.status === "running";
   const blocked = cellsBlocked();
   const says = blocked ? blockedText(blocked) : "";
+  $("#quick-run").disabled = busy;
   for (const b of document.querySelectorAll("#lesson .buttons button")) {
     const cell = Boolean(b.dataset.cell);
     b.disabled = busy || (cell && Boolean(blocked));
@@ -675,7 +743,7 @@ function drawRuns() {
     for (const res of r.results || []) {
       const bad = (v) => (v > 0 ? "bad" : "");
       rows.push(el("tr", {},
-        el("td", { text: r.id }), el("td", { text: res.lock }), el("td", { text: res.wait || "" }),
+        el("td", {}, r.file ? r.id : el("a", { href: "/lab/runs/" + r.id, text: r.id })), el("td", { text: res.lock }), el("td", { text: res.wait || "" }),
         el("td", { className: res.too_little ? "bad" : "", text: res.sold, title: res.too_little ? "tested too little: " + res.too_little : "" }),
         el("td", { className: bad(res.failed), text: res.failed || 0 }),
         el("td", { className: res.too_little ? "bad" : "", text: notServed(res) }),
