@@ -2,9 +2,11 @@ package versions_test
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/locklab/locklab/internal/docgen"
 	"github.com/locklab/locklab/internal/locks"
@@ -19,6 +21,26 @@ func TestDocs(t *testing.T) {
 	docgen.Check(t, "../../README.md", "versions", versions.Summary("docs/versions.md"))
 	docgen.Check(t, "../../docs/versions.md", "catalogue", versions.Markdown())
 	docgen.Check(t, "../../docs/versions.md", "each-version", eachVersion())
+	docgen.Check(t, "../../README.zh-CN.md", "versions", versions.SummaryZh("docs/versions.md"))
+}
+
+// Every version is told in 简体中文 too (README.zh-CN.md's table), and the
+// README points Chinese readers there in its first lines.
+func TestChinese(t *testing.T) {
+	for _, v := range versions.All {
+		for field, text := range map[string]string{"guard": v.Zh.Guard, "fixes": v.Zh.Fixes, "flaw": v.Zh.Flaw} {
+			if !strings.ContainsFunc(text, func(r rune) bool { return unicode.Is(unicode.Han, r) }) {
+				t.Errorf("%s: zh.%s is %q, want a sentence in Chinese", v.Name, field, text)
+			}
+		}
+	}
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if head := strings.Join(strings.SplitN(string(raw), "\n", 5)[:4], "\n"); !strings.Contains(head, "(README.zh-CN.md)") {
+		t.Errorf("README.md's first lines do not link README.zh-CN.md:\n%s", head)
+	}
 }
 
 // pictures are the lab's screenshots that show a version's lesson (make

@@ -20,6 +20,10 @@ type Version struct {
 	Guard string `json:"guard"` // the mechanism, in a few words
 	Fixes string `json:"fixes"` // what it adds over the version before
 	Flaw  string `json:"flaw"`  // what it still gets wrong
+	// Zh is the same three in 简体中文, in the tutorial's own terms (超卖,
+	// 误删, 可重入, 看门狗, 红锁, 栅栏令牌): the tutorial is Chinese, and so
+	// is README.zh-CN.md's table.
+	Zh Words `json:"zh"`
 	// NotCopied names the tutorial bug this version does not repeat, if any.
 	NotCopied string `json:"not_copied,omitempty"`
 	// Safe says whether it is expected never to oversell under the default
@@ -61,6 +65,13 @@ type Version struct {
 	OneReplica bool `json:"one_replica,omitempty"`
 	// Lesson is how the lab shows the flaw on demand.
 	Lesson Lesson `json:"lesson"`
+}
+
+// Words are a version's guard, fixes and flaw in another language.
+type Words struct {
+	Guard string `json:"guard"`
+	Fixes string `json:"fixes"`
+	Flaw  string `json:"flaw"`
 }
 
 // Lesson reproduces a version's flaw: a scenario cell (Scenario, for this
@@ -218,6 +229,18 @@ func Summary(docs string) string {
 			}
 		}
 		fmt.Fprintf(&b, "| [`%s`](%s#%s) | %s | %s | %s |\n", v.Name, docs, v.Name, v.Fixes, v.Flaw, shown)
+	}
+	return b.String()
+}
+
+// SummaryZh renders the catalogue as README.zh-CN.md's table, in 简体中文:
+// a row a version, its guard, what it adds and what still breaks it, with
+// a link to its section of docs (English).
+func SummaryZh(docs string) string {
+	var b strings.Builder
+	b.WriteString("| 版本 | 做法 | 解决了什么 | 仍然存在的问题 |\n|---|---|---|---|\n")
+	for _, v := range All {
+		fmt.Fprintf(&b, "| [`%s`](%s#%s) | %s | %s | %s |\n", v.Name, docs, v.Name, v.Zh.Guard, v.Zh.Fixes, v.Zh.Flaw)
 	}
 	return b.String()
 }

@@ -529,6 +529,14 @@ function drawRun() {
   $("#fixes").replaceChildren(...fixes.map((f) => el("p", { className: "fix", "data-node": f.node },
     el("b", { text: "Not undone: " + f.node + " left " + f.left + ". " }), "Its undo failed: " + f.why + ". ",
     ...(f.how ? ["Fix it by hand: ", el("code", { text: f.how })] : []))));
+  const words = new Set();
+  for (const res of (r && r.results) || []) {
+    words.add(word(res)).add("oversold").add("not served");
+    if (res.history_checked) words.add("two holders").add("lost updates");
+    if (res.linearizability) words.add("linearizable");
+    if (res.fenced || (r.settings && r.settings.fence)) words.add("fenced");
+  }
+  drawGlossary(words);
   $("#verdicts").replaceChildren(...((r && r.results) || []).map(verdict),
     ...(cell && cell.status !== "running" ? [cellVerdict(cell)] : []),
     ...(r && r.error && !cell ? [record("Why the run stopped: its record", r.error)] : []));
@@ -576,6 +584,33 @@ function notServed(res) {
   return (res.failed || 0) + (res.unknown || 0);
 }
 
+// glossary is a line for each word the verdicts use, shown where they are
+// (a hover on the word, and the words of the verdicts shown listed under
+// them), not a docs page away.
+const glossary = {
+  ok: "nothing went wrong in what this run could see: every unit sold once, one holder at a time",
+  violated: "something went wrong: a unit sold twice, two holders at once, a lost update, or replies no one-at-a-time order explains",
+  "not tested": "the run sold too little or served too few requests to show anything: not a pass",
+  oversold: "units sold beyond what the stock went down by: the same unit sold to two buyers",
+  "not served": "requests that failed or whose outcome is unknown (the reply never came)",
+  "two holders": "holds of the lock that overlapped another owner's: two sales each believed it held the lock alone",
+  "lost updates": "a sale that wrote a stock computed from what another sold sale had read: one of the two sales vanished",
+  linearizable: "the replies fit one order of the sales, one at a time, each within its own request: the checker's strictest test",
+  fenced: "a write the stock refused because it carried an older fencing token than one already written",
+};
+
+// term is a word of the verdicts with its line of the glossary on hover.
+function term(word, text = word) {
+  return el("abbr", { className: "term", title: glossary[word], text });
+}
+
+// drawGlossary lists under the verdicts the words they use, a line each.
+function drawGlossary(words) {
+  const used = Object.keys(glossary).filter((w) => words.has(w));
+  $("#glossary").hidden = used.length === 0;
+  $("#glossary").replaceChildren(...used.flatMap((w) => [el("dt", { text: w }), el("dd", { text: glossary[w] })]));
+}
+
 function verdict(res) {
   const w = word(res);
   const parts = [`sold ${res.sold}, stock ${res.stock_before} → ${res.stock_after}`, `oversold ${res.oversold}`,
@@ -587,8 +622,13 @@ function verdict(res) {
   if (res.not_linearizable) parts.push(res.not_linearizable);
   if (res.untested) parts.push(res.untested);
   if (res.history_note) parts.push(res.history_note);
+  // The parts that start with a word of the glossary carry its line.
+  const kids = parts.flatMap((p, i) => {
+    const t = Object.keys(glossary).find((k) => k !== "ok" && p.startsWith(k));
+    return [i ? " · " : "", ...(t ? [term(t), p.slice(t.length)] : [p])];
+  });
   return el("div", { className: "verdict", "data-word": w, "data-lock": res.lock },
-    el("span", { className: "word", text: w }), el("b", { text: (res.lock + " " + (res.wait || "")).trim() + ": " }), parts.join(" · "));
+    el("span", { className: "word", title: glossary[w], text: w }), el("b", { text: (res.lock + " " + (res.wait || "")).trim() + ": " }), ...kids);
 }
 
 // marks finds, per version, the holds that overlapped another owner's (a
@@ -623,7 +663,7 @@ function drawTimeline(r) {
   state.hits = [];
   const holds = (r && r.holds) || [];
   const lanes = [...new Set([...(state.config ? state.config.replicas : []), ...holds.map((x) => x.replica)])].sort();
-  const left = 96, top = 8, laneH = Math.max(24, Math.min(80, (h - top - 20) / Math.max(1, lanes.length)));
+  const left = 96, top = 22, laneH = Math.max(24, Math.min(80, (h - top - 20) / Math.max(1, lanes.length)));
   g.font = "12px system-ui, sans-serif";
   g.fillStyle = "#5b6673";
   lanes.forEach((name, i) => g.fillText(name, 6, top + i * laneH + laneH / 2 + 4));
@@ -651,8 +691,16 @@ function drawTimeline(r) {
     if (lost.has(key)) { g.strokeStyle = "#000"; g.lineWidth = 2; g.strokeRect(x0, y, x1 - x0, hh); }
     state.hits.push([x0, x1, y, y + hh, x, bad, lost.has(key)]);
   }
-  g.fillStyle = "#5b6673";
-  g.fillText(((t1 - t0) / 1000).toFixed(0) + " ms", w - 70, h - 4);
+  drawAxis(g, X, t0, t1, left, width, h);
+  // Each version's stretch, labelled above the lanes: a run of several
+  // versions runs them one after another.
+  g.strokeStyle = "#5b6673"; g.lineWidth = 1;
+  for (const [lock, hs] of Object.entries(Object.groupBy(holds, (x) => x.lock))) {
+    const a = X(Math.min(...hs.map((x) => x.from))), b = Math.max(a + 2, X(Math.max(...hs.map((x) => x.to))));
+    g.beginPath(); g.moveTo(a, 16); g.lineTo(a, 12); g.lineTo(b, 12); g.lineTo(b, 16); g.stroke();
+    g.fillStyle = "#1d232b";
+    g.fillText(lock, Math.max(a, Math.min((a + b) / 2 - g.measureText(lock).width / 2, w - 60)), 10);
+  }
   // The faults' moments: a dashed line each, labelled.
   g.strokeStyle = "#1d232b"; g.lineWidth = 1; g.setLineDash([4, 3]);
   let labelY = top + 10;
@@ -665,6 +713,26 @@ function drawTimeline(r) {
   }
   g.setLineDash([]);
   canvas.dataset.marks = faultMarks.length;
+}
+
+// drawAxis draws the time axis under the lanes: ticks at a round step
+// (1, 2 or 5 times a power of ten, in ms), about one per 90 px, each
+// labelled with the time since the first hold began.
+function drawAxis(g, X, t0, t1, left, width, h) {
+  const spanMs = (t1 - t0) / 1000, want = spanMs / Math.max(1, Math.floor(width / 90));
+  const pow = 10 ** Math.floor(Math.log10(Math.max(want, 0.001)));
+  const stepMs = [1, 2, 5, 10].map((m) => m * pow).find((s) => s >= want) || pow * 10;
+  const unit = stepMs >= 1000 ? (v) => +(v / 1000).toFixed(3) + " s" : (v) => +v.toFixed(3) + " ms";
+  g.strokeStyle = "#d5dbe2"; g.fillStyle = "#5b6673"; g.lineWidth = 1;
+  g.beginPath(); g.moveTo(left, h - 15); g.lineTo(left + width, h - 15); g.stroke();
+  let n = 0;
+  for (let v = 0; v <= spanMs + 1e-9; v += stepMs, n++) {
+    const x = X(t0 + v * 1000);
+    g.beginPath(); g.moveTo(x, h - 15); g.lineTo(x, h - 11); g.stroke();
+    const label = unit(v), lw = g.measureText(label).width;
+    g.fillText(label, Math.min(Math.max(x - lw / 2, left), left + width - lw), h - 1);
+  }
+  g.canvas.dataset.ticks = n;
 }
 
 let hatchCache = null;
