@@ -56,6 +56,13 @@ type Version struct {
 	// the stock's check, and it is never built fenced (a fenced sale with no
 	// token is refused: sale.ErrNoToken).
 	NoToken bool `json:"no_token,omitempty"`
+	// Lease is how its hold ends by itself: "fixed" (it runs out -ttl after
+	// it is taken, nothing renews it: a holder slower than that loses the
+	// lock), "renewed" (a watchdog or keep-alive extends it while the
+	// holder lives), or empty (no lease: no lock, a process mutex, v3's
+	// and db-seed's lock that never expires, db-getlock's connection). The
+	// lab marks where a fixed lease ran out under a hold.
+	Lease string `json:"lease,omitempty"`
 	// NoLease says that its hold never runs out by itself while its holder
 	// lives (db-getlock's connection): a frozen holder keeps it, and
 	// pause-holder shows every other sale waiting for it.

@@ -140,7 +140,15 @@ function showView() {
 async function openRunByID(id) {
   const known = state.runs.find((r) => r.id === id);
   if (known && known.holds.length && known.status !== "running") { state.current = known; touch(); return; }
-  try { adopt(await api("GET", "/lab/api/runs/" + encodeURIComponent(id))); } catch (err) { showError(err); }
+  try {
+    const run = await api("GET", "/lab/api/runs/" + encodeURIComponent(id));
+    const r = adopt(run);
+    // The live feed's summary of the run (no holds) may be later than this
+    // reply and win: the holds are this reply's all the same.
+    if (r.holds.length < run.holds.length) r.holds = run.holds;
+    state.current = r;
+    touch();
+  } catch (err) { showError(err); }
 }
 
 // The scenario matrix: a row per scenario, a column per version that any
@@ -692,6 +700,25 @@ function drawTimeline(r) {
     state.hits.push([x0, x1, y, y + hh, x, bad, lost.has(key)]);
   }
   drawAxis(g, X, t0, t1, left, width, h);
+  // Where a hold outlived the lease, the moment its lease ran out: from
+  // then on another sale could take the lock (once a lane, labelled).
+  const ttl = leaseMicros();
+  g.strokeStyle = "#b3261e"; g.lineWidth = 2;
+  const told = new Set();
+  let expiries = 0;
+  const fixed = new Set(((state.config && state.config.versions) || []).filter((v) => v.lease === "fixed").map((v) => v.name));
+  for (const x of ttl ? holds : []) {
+    if (x.to - x.from <= ttl || !fixed.has(x.lock)) continue;
+    const lane = lanes.indexOf(x.replica), ex = X(x.from + ttl), y = top + lane * laneH;
+    g.beginPath(); g.moveTo(ex, y + 1); g.lineTo(ex, y + laneH - 1); g.stroke();
+    expiries++;
+    if (!told.has(lane)) {
+      told.add(lane);
+      g.fillStyle = "#b3261e";
+      g.fillText("lease ran out", Math.min(ex + 3, w - 80), y + 11);
+    }
+  }
+  canvas.dataset.expiries = expiries;
   // Each version's stretch, labelled above the lanes: a run of several
   // versions runs them one after another.
   g.strokeStyle = "#5b6673"; g.lineWidth = 1;
@@ -713,6 +740,17 @@ function drawTimeline(r) {
   }
   g.setLineDash([]);
   canvas.dataset.marks = faultMarks.length;
+}
+
+// leaseMicros is the replicas' lease (their -ttl, as /healthz tells it) in
+// microseconds, the holds' unit; 0 when no replica says.
+function leaseMicros() {
+  const r = state.stack.find((n) => n.kind === "replica" && n.settings && n.settings.ttl);
+  let us = 0;
+  for (const [, n, u] of ((r && r.settings.ttl) || "").matchAll(/([\d.]+)(h|ms|us|µs|ns|m|s)/g)) {
+    us += Number(n) * { h: 3600e6, m: 60e6, s: 1e6, ms: 1e3, us: 1, "µs": 1, ns: 1e-3 }[u];
+  }
+  return us;
 }
 
 // drawAxis draws the time axis under the lanes: ticks at a round step
