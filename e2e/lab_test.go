@@ -228,6 +228,9 @@ func TestLab(t *testing.T) {
 		}
 		waitFor(t, ctx, c.scenario+" for v6 observed as expected, on the timeline",
 			fmt.Sprintf(`document.querySelector('%s .observed')?.textContent === %q && Number(document.querySelector("#timeline").dataset.holds) >= 2`, sel, "✓ "+c.want))
+		// The slow holder outlived its 1 s lease: the moment it ran out is
+		// marked on its hold.
+		waitFor(t, ctx, c.scenario+": the slow holder's lease marked where it ran out", `Number(document.querySelector("#timeline").dataset.expiries) >= 1`)
 		screenshot(t, ctx, "lab-5-"+c.scenario)
 	}
 
