@@ -70,7 +70,7 @@ async function init() {
     showTip(h, h[1] + 2, (h[2] + h[3]) / 2);
   });
   canvas.addEventListener("blur", () => { $("#tip").hidden = true; state.focusHold = undefined; });
-  window.addEventListener("resize", () => touch("run"));
+  window.addEventListener("resize", () => touch("run", "runs"));
   $("#quick-run").addEventListener("click", () => lessonRun(["v2", "v6"]));
   buildLessons();
   initSteps();
@@ -132,6 +132,7 @@ function showView() {
     else if (state.lesson !== at.item) showLesson(i);
   }
   if (view === "runs" && at.item) openRunByID(at.item);
+  touch(); // widths changed with the sections shown
   document.title = "locklab" + (view === "all" ? ": watch a lock hold, break and get fixed" : ": " + (at.item ? at.item + " · " : "") + view);
 }
 
@@ -497,6 +498,8 @@ function frame() {
     if (d.has("run")) drawRun();
     if (d.has("runs")) drawRuns();
     if (d.has("matrix")) drawMatrix();
+    // Which wide tables have columns out of sight (their box says so).
+    for (const w of document.querySelectorAll(".scroll-x")) w.dataset.more = String(w.scrollWidth > w.clientWidth + 1);
   }
   requestAnimationFrame(frame);
 }
