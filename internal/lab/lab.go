@@ -259,7 +259,7 @@ func (l *Lab) page(w http.ResponseWriter, r *http.Request) {
 // the limits, and whether a token is needed.
 func (l *Lab) config(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
-		"versions": versions.All, "waits": versions.Waits, "replicas": l.found.find(r.Context()),
+		"versions": versions.All, "waits": versions.Waits, "showcase": versions.Showcase, "replicas": l.found.find(r.Context()),
 		"token_required": l.cfg.Token != "",
 		"limits":         map[string]int{"requests": MaxRequests, "concurrency": MaxConcurrency, "stock": MaxStock},
 	})

@@ -110,6 +110,11 @@ func mustParse(raw []byte) []Version {
 	return all
 }
 
+// Showcase is the lab's first run, one click on its first screen and the
+// versions its run form starts ticked: the tutorial's mutex on two replicas
+// (two holders, oversold) beside the Lua lock that fixes it.
+var Showcase = []string{"v2", "v6"}
+
 // Fences says whether v can hand out fencing tokens (built with
 // Variant.Fence, its sales are fenced): a lock held in another process (one
 // that waits on it, as -wait says or its own way) that has a token. The

@@ -38,7 +38,7 @@ async function init() {
   const locks = $("#locks");
   for (const v of state.config.versions) {
     const box = el("input", { type: "checkbox", name: "lock", value: v.name });
-    if (v.name === "v2" || v.name === "v6") box.checked = true;
+    if (state.config.showcase.includes(v.name)) box.checked = true;
     locks.append(el("label", { title: v.guard + ". Fixes: " + v.fixes + ". Still wrong: " + v.flaw }, box, " " + v.name));
   }
   for (const w of state.config.waits) $("#wait").append(el("option", { value: w, text: w }));
@@ -71,7 +71,8 @@ async function init() {
   });
   canvas.addEventListener("blur", () => { $("#tip").hidden = true; state.focusHold = undefined; });
   window.addEventListener("resize", () => touch("run", "runs"));
-  $("#quick-run").addEventListener("click", () => lessonRun(["v2", "v6"]));
+  $("#quick-run").textContent = "Run " + state.config.showcase.join(" beside ");
+  $("#quick-run").addEventListener("click", () => lessonRun(state.config.showcase));
   buildLessons();
   initSteps();
   listen();
