@@ -718,8 +718,9 @@ function drawTimeline(r) {
     expiries++;
     if (!told.has(lane)) {
       told.add(lane);
-      g.fillStyle = "#b3261e";
-      g.fillText("lease ran out", Math.min(ex + 3, w - 80), y + 11);
+      const label = "lease ran out", lx = Math.min(ex + 3, w - g.measureText(label).width - 6);
+      g.fillStyle = "#fff"; g.fillRect(lx - 2, y + 1, g.measureText(label).width + 4, 14);
+      g.fillStyle = "#b3261e"; g.fillText(label, lx, y + 12);
     }
   }
   canvas.dataset.expiries = expiries;
