@@ -57,14 +57,15 @@ func cellKey(s, lock string) string { return s + "/" + lock }
 // version is expected to do, and each cell's last result.
 func (l *Lab) scenarios(w http.ResponseWriter, _ *http.Request) {
 	type row struct {
-		Name     string            `json:"name"`
-		Injected string            `json:"injected"`
-		Expect   map[string]string `json:"expect"`
-		Needs    string            `json:"needs,omitempty"`
+		Name        string            `json:"name"`
+		Injected    string            `json:"injected"`
+		Requirement string            `json:"requirement,omitempty"`
+		Expect      map[string]string `json:"expect"`
+		Needs       string            `json:"needs,omitempty"`
 	}
 	var rows []row
 	for _, s := range scenario.All {
-		r := row{Name: s.Name, Injected: s.Injected, Expect: s.Expect}
+		r := row{Name: s.Name, Injected: s.Injected, Requirement: s.Requirement, Expect: s.Expect}
 		switch {
 		case s.NeedsSentinel:
 			r.Needs = "Redis Sentinel watching the stock's node: a cluster started with SENTINEL=1 FAULTS=1 (make scenarios' second pass)"

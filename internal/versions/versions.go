@@ -67,6 +67,9 @@ type Version struct {
 	// lives (db-getlock's connection): a frozen holder keeps it, and
 	// pause-holder shows every other sale waiting for it.
 	NoLease bool `json:"no_lease,omitempty"`
+	// Compare sets one of ours beside the libraries in the lab's "what to
+	// use" table (our v6 and v8; every Library version is there too).
+	Compare bool `json:"compare,omitempty"`
 	// OneReplica says that the tutorial runs it on one process: the load
 	// test sends its sales to one replica (v1; v2 is the same code on two).
 	OneReplica bool `json:"one_replica,omitempty"`

@@ -177,24 +177,21 @@ async function loadMatrix() {
 }
 
 // The columns of "what to use": the tutorial's requirements as the
-// scenarios test them, then what the catalogue says of fencing and waiting.
-const chooseColumns = [
-  ["exclusive under load", (v) => (v.safe ? "yes (the checker)" : "no")],
-  ["its node down", "node-down"],
-  ["holder killed (no deadlock)", "crash-holder"],
-  ["slow holder", "slow-holder"],
-  ["its key lost", "lost-lease"],
-  ["paused holder (stealing)", "pause-holder"],
-  ["fenced, paused", "pause-holder+fence"],
-  ["reentrant", "reentry"],
-  ["waiters woken, traffic stopped", "lost-wakeup"],
-  ["fencing token", (v) => (v.no_token ? "none" : v.library ? "ours, beside the library" : "yes")],
-  ["waiting", (v) => (v.wait ? "poll, notify or hand-off (-wait)" : v.waits || "-")],
-];
+// scenarios test them (each scenario that names one, in the catalogue's
+// order), then what the catalogue says of fencing and waiting.
+function chooseColumns() {
+  return [
+    ["exclusive under load", (v) => (v.safe ? "yes (the checker)" : "no")],
+    ...state.matrix.scenarios.filter((s) => s.requirement).map((s) => [s.requirement, s.name]),
+    ["fencing token", (v) => (v.no_token ? "no token" : v.library ? "ours, beside the library" : "yes")],
+    ["waiting", (v) => (v.wait ? "poll, notify or hand-off (-wait)" : v.waits || "-")],
+  ];
+}
 
-// chooseRows are our v6 and v8, then every library version.
+// chooseRows are ours the catalogue sets beside the libraries, then every
+// library version.
 function chooseRows() {
-  return state.config.versions.filter((v) => v.name === "v6" || v.name === "v8" || v.library);
+  return state.config.versions.filter((v) => v.compare || v.library);
 }
 
 // buildChoose draws "what to use": a row per lock, a cell per requirement,
@@ -203,14 +200,14 @@ function chooseRows() {
 function buildChoose() {
   const m = state.matrix;
   const expect = Object.fromEntries(m.scenarios.map((s) => [s.name, s.expect]));
-  $("#choose thead").replaceChildren(el("tr", {}, el("th", { text: "lock" }), ...chooseColumns.map(([title]) => el("th", { text: title }))));
+  $("#choose thead").replaceChildren(el("tr", {}, el("th", { text: "lock" }), ...chooseColumns().map(([title]) => el("th", { text: title }))));
   $("#choose tbody").replaceChildren(...chooseRows().map((v) => el("tr", {},
     el("th", { scope: "row", title: v.guard + ". Still wrong: " + v.flaw + (v.lost_wakeup ? ". Lost wake-up: " + v.lost_wakeup : "") },
       el("code", { text: v.name }), el("br"), el("small", { text: v.library || "ours" })),
-    ...chooseColumns.map(([, from]) => {
+    ...chooseColumns().map(([, from]) => {
       if (typeof from === "function") return el("td", { text: from(v) });
       const want = (expect[from] || {})[v.name];
-      if (!want) return el("td", { className: "none", text: "-", title: "no " + from + " cell for " + v.name });
+      if (!want) return el("td", { className: "absent", text: "-", title: "no " + from + " cell for " + v.name });
       return el("td", { "data-cell": from + "/" + v.name, title: from }, el("span", { className: "expect", text: want }), el("span", { className: "observed" }));
     }))));
   $("#side-by-side").onclick = () => lessonRun(chooseRows().map((v) => v.name), "handoff");
