@@ -61,13 +61,13 @@ func notTested(why string) string { return NotTested + why }
 
 // Scenario is one fault and what each version is expected to do under it.
 type Scenario struct {
-	Name     string            `json:"name"`
-	Injected string            `json:"injected"`
+	Name     string `json:"name"`
+	Injected string `json:"injected"`
 	// Requirement names the tutorial's requirement of a lock this scenario
 	// tests, as the lab's "what to use" table titles its column (empty: not
 	// a column there).
-	Requirement string `json:"requirement,omitempty"`
-	Expect   map[string]string `json:"expect"` // version -> expected outcome; the versions it applies to
+	Requirement string            `json:"requirement,omitempty"`
+	Expect      map[string]string `json:"expect"` // version -> expected outcome; the versions it applies to
 	// NeedsProcs says that it freezes or kills processes: it needs Env.Procs.
 	NeedsProcs bool `json:"needs_procs"`
 	// NeedsFaults says that it cuts or delays the network: it needs
