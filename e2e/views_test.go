@@ -65,7 +65,7 @@ func checkViews(t *testing.T, base, runID string) {
 
 	views := []struct{ path, view, ready string }{
 		{"", "all", `document.querySelector("#lesson h3")`},
-		{"lab/lessons/v4", "lessons", `document.querySelector("#lesson h3")?.textContent.startsWith("v4") && document.querySelector("#lesson-tab-v4").getAttribute("aria-selected") === "true"`},
+		{"lab/lessons/v4", "lessons", `document.querySelector("#lesson h3")?.textContent.startsWith("v4") && document.querySelector("#lesson-tab-v4").getAttribute("aria-selected") === "true" && document.querySelector("#lesson pre.diff") !== null`},
 		{"lab/runs/" + runID, "runs", fmt.Sprintf(`Number(document.querySelector("#timeline").dataset.holds) === %d`, len(run.Holds))},
 		{"lab/faults", "faults", `document.querySelectorAll("#matrix tbody tr").length > 0`},
 		{"lab/libraries", "libraries", `document.querySelectorAll("#choose tbody tr").length > 0`},
