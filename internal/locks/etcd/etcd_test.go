@@ -235,3 +235,17 @@ func TestEtcdCutBeforeTheToken(t *testing.T) {
 	}
 	release(t, next)
 }
+
+// A waiter is woken by the watch on the key before its own; a waiter whose
+// request switched its wake-up off (make mutations' lost-wakeup) has that
+// watch's deletion dropped, and waits out its deadline with the lock free.
+func TestEtcdWakeUp(t *testing.T) {
+	cli := etcdtest.Start(t, 3).Client()
+	holder := etcd.New(cli, etcd.Options{Key: "lock", TTL: 10 * time.Second})
+	waiter := etcd.New(cli, etcd.Options{Key: "lock", TTL: 10 * time.Second})
+	queued := func() bool { // the waiter's key behind the holder's
+		keys, err := cli.Get(context.Background(), holder.Prefix(), clientv3.WithPrefix(), clientv3.WithCountOnly())
+		return err == nil && keys.Count == 2
+	}
+	locktest.WakeUp(t, holder, waiter, func() func() bool { return queued })
+}

@@ -126,3 +126,20 @@ func (c counted) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		return err
 	}
 }
+
+// The library has no wake-up: a waiter learns of a release at its next
+// poll. A waiter whose request switched its wake-up off (make mutations'
+// lost-wakeup) polls no more after its first attempt, and waits out its
+// deadline with the lock free.
+func TestRedislockWakeUp(t *testing.T) {
+	s := redistest.Start(t)
+	opts := redislock.Options{Key: "lock", TTL: 10 * time.Second, Retry: 5 * time.Millisecond}
+	rdb := redisconn.New(s.Addr, "")
+	t.Cleanup(func() { rdb.Close() })
+	var tries atomic.Int32
+	rdb.AddHook(counted{&tries})
+	locktest.WakeUp(t, redislock.New(s.Client(), opts), redislock.New(rdb, opts), func() func() bool {
+		before := tries.Load()
+		return func() bool { return tries.Load() > before } // an attempt of the waiter's answered: the lock taken
+	})
+}

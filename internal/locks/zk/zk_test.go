@@ -299,3 +299,22 @@ func TestZKMembersDown(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A waiter is woken by the watch on the node before its own; a waiter whose
+// request switched its wake-up off (make mutations' lost-wakeup) has that
+// watch's event dropped, and waits out its deadline with the lock free.
+func TestZKWakeUp(t *testing.T) {
+	e := zktest.Start(t, 3)
+	holder := zk.New(session(t, e, zk.SessionOptions{Timeout: 10 * time.Second}), zk.Options{Key: "lock"})
+	waiter := zk.New(session(t, e, zk.SessionOptions{Timeout: 10 * time.Second}), zk.Options{Key: "lock"})
+	conn, _, err := gozk.Connect(e.Servers(), 10*time.Second, gozk.WithLogInfo(false), gozk.WithLogger(quiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	queued := func() bool { // the waiter's node behind the holder's
+		c, _, err := conn.Children(holder.Dir())
+		return err == nil && len(c) == 2
+	}
+	locktest.WakeUp(t, holder, waiter, func() func() bool { return queued })
+}
