@@ -107,9 +107,13 @@ var noPoll = redislock.LinearBackoff(24 * time.Hour)
 // client's read timeout, which may be past the acquire deadline. That is an
 // outage (503 unavailable), not a lock that others held until the deadline.
 // A network error that wraps the context's (a dial cut by the deadline) is
-// the network's.
+// the network's: an *net.OpError or a lookup's *net.DNSError, as the sale
+// tells them (a net.Error would not do: context.DeadlineExceeded is one, and
+// a waiter whose deadline came between two polls was said to be Redis
+// failing).
 func notObtained(err error) bool {
-	var netErr net.Error
+	var op *net.OpError
+	var dns *net.DNSError
 	return errors.Is(err, redislock.ErrNotObtained) ||
-		(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) && !errors.As(err, &netErr)
+		(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) && !errors.As(err, &op) && !errors.As(err, &dns)
 }
