@@ -198,12 +198,12 @@ func TestRueidislockFollowsSentinel(t *testing.T) {
 //
 // With one key (rueidislock-1): with 2 of 3 the holder takes its third key
 // in the background, each attempt bounded by 20 ms, so nothing observable
-// says which script is the waiter's. With one key a lone waiter could in
-// principle drop its own gate before it waits on it (v1.0.79's try: the
-// failed key's monitoring goroutine may read the failure count before the
-// attempt adds to it, and then takes the waiter out of the gates, where no
-// invalidation finds it): 0 of 300 lone waiters were stranded so when this
-// was written.
+// says which script is the waiter's. With one key a lone waiter can drop
+// its own gate before it waits on it (v1.0.79's try: the failed key's
+// monitoring goroutine may read the failure count before the attempt adds
+// to it, and takes the waiter out of the gates, where no invalidation finds
+// it; docs/faults.md, "rueidislock's lost wake-up"): 0 of 300 lone waiters
+// were stranded so when this was written.
 func TestRueidislockWakeUp(t *testing.T) {
 	s := redistest.Start(t)
 	opts := rueidislock.Options{Key: "lock", TTL: 10 * time.Second, Majority: 1}
