@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/redis/go-redis/v9"
@@ -82,5 +83,75 @@ func OneAttempt(t *testing.T, g retry.Guard) {
 			_ = l.Release(ctx)
 		}
 		t.Fatalf("TryAcquire of a held lock: err = %v, want lease.ErrTaken", err)
+	}
+}
+
+// WakeUp asserts what wakes a waiter on waiter when holder's release frees
+// the lock, and that the wake-up switch (chaos.Off.Wake, make mutations'
+// lost-wakeup) takes exactly that away: with it on, the waiter takes the
+// lock well within its deadline of the release; switched off in the
+// waiter's request, it is told nothing and answers its deadline, and the
+// lock is free for the next to ask. waiting is called as each waiter
+// starts and returns its condition: from observable state (its key or node
+// queued, an attempt of its answered), that it waits.
+func WakeUp(t *testing.T, holder, waiter Locker, waiting func() (parked func() bool)) {
+	t.Helper()
+	const deadline = 1500 * time.Millisecond
+	for _, off := range []bool{false, true} {
+		ctx := context.Background()
+		if off {
+			ctx = chaos.With(ctx, chaos.Faults{Off: chaos.Off{Wake: true}})
+		}
+		held, err := holder.Acquire(context.Background(), "holder")
+		if err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			l   lease.Lease
+			err error
+			at  time.Time
+		}
+		done := make(chan result, 1)
+		parked := waiting()
+		wctx, cancel := context.WithTimeout(ctx, deadline)
+		go func() {
+			l, err := waiter.Acquire(wctx, "waiter")
+			done <- result{l, err, time.Now()}
+		}()
+		WaitFor(t, deadline/2, "the waiter to wait", parked)
+		released := time.Now()
+		if err := held.Release(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		r := <-done
+		cancel()
+		took := r.at.Sub(released).Round(time.Millisecond)
+		switch {
+		case !off && r.err != nil:
+			t.Fatalf("woken: the waiter %v after the release", r.err)
+		case !off && took > deadline/3:
+			t.Fatalf("woken: the waiter took the lock %s after the release, on a %s deadline", took, deadline)
+		case off && r.err == nil:
+			_ = r.l.Release(context.Background())
+			t.Fatalf("its wake-up switched off, the waiter took the lock %s after the release", took)
+		case off && !errors.Is(r.err, context.DeadlineExceeded):
+			t.Fatalf("its wake-up switched off, the waiter: %v, want its deadline", r.err)
+		}
+		if r.l != nil {
+			if err := r.l.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Logf("wake-up off %v: the waiter answered %s after the release (err %v)", off, took, r.err)
+	}
+	// Stranded, the waiter left the lock free behind it.
+	tctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	l, err := holder.Acquire(tctx, "after")
+	if err != nil {
+		t.Fatalf("after the stranded waiter: %v", err)
+	}
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -119,10 +119,13 @@ func mutation(s Scenario, lock, expected string) Mutation {
 	case s.Name == "majority-down", s.Name == "node-down":
 		m.Fix, m.Off = "the lock: it grants whoever asks", "lock"
 	case s.Name == "lost-wakeup":
-		if v, _ := versions.Lookup(lock); v.Wait {
-			m.Fix, m.Off = "the release's hand-over: the waiters find the free lock only at their own check", "wake"
-		} else {
-			m.Missing = noWakeSwitch[v.Waits]
+		v, _ := versions.Lookup(lock)
+		m.Fix = "the release's hand-over: the waiters find the free lock only at their own check"
+		if !v.Wait {
+			m.Fix = wakeFix[lock]
+		}
+		if m.Fix != "" {
+			m.Off = "wake"
 		}
 	}
 	if m.Fix == "" && m.Missing == "" {
@@ -149,16 +152,23 @@ func flaw(scenario, lock string) string {
 	return ""
 }
 
-// noWakeSwitch says, by how a library waits (versions.Version.Waits), why
-// its lost-wakeup cell has no switch: the wake-up is not ours to take away.
-var noWakeSwitch = map[string]string{
-	"watch": "its wake-up is the library's own (a watch on the key before it, in the server's session): " +
-		"no switch of ours can lose it, and a lock that grants whoever asks would show an oversell, not a lost wake-up",
-	"poll": "it waits by polling on its own retry strategy: it has no wake-up to lose, " +
-		"and a lock that grants whoever asks would show an oversell, not a lost wake-up",
-	"invalidation": "its wake-up is rueidis' own (Redis' client-side caching invalidations, no timer behind it): " +
-		"no switch of ours can lose it, and its cell already admits the stranding rueidis was measured to have",
+// wakeFix is, for each library, what wakes its waiters, which off=wake
+// takes away from a request's waiter: a wrapper of the library's real
+// client (or its own retry option) that drops the wake-up, never a lock of
+// ours in its place.
+var wakeFix = map[string]string{
+	"etcd": "the watch's event: the deletion of the key just before the waiter's own is dropped, " +
+		"so the waiter is never told it is first",
+	"zk": "the watch's event: the deletion of the node just before the waiter's own is dropped, " +
+		"so the waiter is never told it is first",
+	"redislock": "its poll (it has no wake-up: a waiter learns of a release only by asking again): " +
+		"a waiter that found the lock taken asks no more until its deadline",
+	"rueidislock":   invalidations,
+	"rueidislock-1": invalidations,
 }
+
+const invalidations = "Redis' invalidations (client-side caching): the library's client drops them, so a waiter " +
+	"is told of a release only by its own replica's (the library signals its own waiters)"
 
 // Run runs m's cell with its fix off against e.
 func (m Mutation) Run(ctx context.Context, e Env) (Cell, error) {

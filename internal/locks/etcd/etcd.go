@@ -38,8 +38,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
+	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -99,7 +101,9 @@ type Locker struct {
 // New returns a Locker over cli. It talks to etcd through a view of cli
 // whose every KV request carries RequestTimeout: the concurrency package's
 // mutex sends some with the client's own context, which has no deadline
-// (deleting its waiting key when a wait fails).
+// (deleting its waiting key when a wait fails). Its watches are cli's, less
+// the deletions a request that switched its wake-up off is not told of
+// (see deaf).
 func New(cli *clientv3.Client, opts Options) *Locker {
 	if opts.Key == "" {
 		opts.Key = "lock"
@@ -108,7 +112,7 @@ func New(cli *clientv3.Client, opts Options) *Locker {
 		opts.TTL = 20 * time.Second
 	}
 	view := clientv3.NewCtxClient(cli.Ctx())
-	view.KV, view.Lease, view.Watcher = bounded{cli.KV}, cli.Lease, cli.Watcher
+	view.KV, view.Lease, view.Watcher = bounded{cli.KV}, cli.Lease, deaf{cli.Watcher}
 	return &Locker{cli: view, prefix: opts.Key + "/", ttl: max(1, int(math.Ceil(opts.TTL.Seconds()))), fence: opts.Fence}
 }
 
@@ -330,4 +334,35 @@ func (t *boundedTxn) Commit() (*clientv3.TxnResponse, error) {
 	ctx, cancel := context.WithTimeout(t.ctx, RequestTimeout)
 	defer cancel()
 	return t.kv.Txn(ctx).If(t.cmps...).Then(t.then...).Else(t.elze...).Commit()
+}
+
+// deaf is a Watcher that loses the wake-up of a waiter whose request
+// switched it off (chaos.Off.Wake, make mutations' lost-wakeup): its watch
+// is the real one, with every deletion taken out of what it delivers. A
+// waiter of the mutex watches the key just before its own and is woken only
+// by that key's deletion, so it waits, with the lock free, until its
+// deadline. Every other watch passes through.
+type deaf struct{ clientv3.Watcher }
+
+func (d deaf) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {
+	wch := d.Watcher.Watch(ctx, key, opts...)
+	if !chaos.From(ctx).Off.Wake {
+		return wch
+	}
+	out := make(chan clientv3.WatchResponse)
+	go func() {
+		defer close(out)
+		for wr := range wch {
+			wr.Events = slices.DeleteFunc(wr.Events, func(ev *clientv3.Event) bool { return ev.Type == clientv3.EventTypeDelete })
+			if len(wr.Events) == 0 && wr.Err() == nil && !wr.Canceled {
+				continue // a deletion, or a progress notice: nothing to tell
+			}
+			select {
+			case out <- wr:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
 }

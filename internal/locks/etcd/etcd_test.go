@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -234,4 +235,34 @@ func TestEtcdCutBeforeTheToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	release(t, next)
+}
+
+// A waiter is woken by the watch on the key before its own; a waiter whose
+// request switched its wake-up off (make mutations' lost-wakeup) has that
+// watch's deletion dropped, and waits out its deadline with the lock free.
+func TestEtcdWakeUp(t *testing.T) {
+	cli := etcdtest.Start(t, 3).Client()
+	holder := etcd.New(cli, etcd.Options{Key: "lock", TTL: 10 * time.Second})
+	// The waiter's client counts its watches: the mutex watches the key
+	// before its own once its read found it, from that read's revision, so
+	// a deletion after that read is the watch's to tell.
+	var watches atomic.Int32
+	wcli := clientv3.NewCtxClient(cli.Ctx())
+	wcli.KV, wcli.Lease, wcli.Watcher = cli.KV, cli.Lease, counted{cli.Watcher, &watches}
+	waiter := etcd.New(wcli, etcd.Options{Key: "lock", TTL: 10 * time.Second})
+	locktest.WakeUp(t, holder, waiter, func() func() bool {
+		before := watches.Load()
+		return func() bool { return watches.Load() > before }
+	})
+}
+
+// counted is a Watcher that counts its watches.
+type counted struct {
+	clientv3.Watcher
+	n *atomic.Int32
+}
+
+func (c counted) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {
+	c.n.Add(1)
+	return c.Watcher.Watch(ctx, key, opts...)
 }

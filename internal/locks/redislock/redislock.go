@@ -22,6 +22,7 @@ import (
 
 	"github.com/bsm/redislock"
 
+	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
 )
 
@@ -59,8 +60,13 @@ func New(rdb redislock.RedisClient, opts Options) *Locker {
 // its release checks.
 func (l *Locker) Acquire(ctx context.Context, owner string) (lease.Lease, error) {
 	// lesson:begin redislock
-	lock, err := l.c.Obtain(ctx, l.opts.Key, l.opts.TTL, &redislock.Options{
-		RetryStrategy: redislock.LinearBackoff(l.opts.Retry), Metadata: owner})
+	retry := redislock.LinearBackoff(l.opts.Retry)
+	// lesson:end
+	if chaos.From(ctx).Off.Wake { // switched off only by make mutations
+		retry = noPoll
+	}
+	// lesson:begin redislock
+	lock, err := l.c.Obtain(ctx, l.opts.Key, l.opts.TTL, &redislock.Options{RetryStrategy: retry, Metadata: owner})
 	// lesson:end
 	switch {
 	case err == nil:
@@ -84,6 +90,15 @@ func (l *Locker) Acquire(ctx context.Context, owner string) (lease.Lease, error)
 	return lease.New(release, 0, nil), nil
 }
 
+// noPoll is the retry strategy of a waiter whose request switched its
+// wake-up off (chaos.Off.Wake, make mutations' lost-wakeup). The library
+// has no wake-up: a waiter learns the lock is free only at its next poll,
+// so its poll is what lost-wakeup proves, and this strategy loses every
+// poll after the first. It waits longer than any acquire deadline (not
+// NoRetry's 0, which gives up at once: a refusal, not a waiter left
+// waiting), so the waiter waits, with the lock free, until its deadline.
+var noPoll = redislock.LinearBackoff(24 * time.Hour)
+
 // notObtained reports whether Obtain's error says that the lock stayed
 // taken: its retries ran out (ErrNotObtained), or its wait ended with its
 // context (it returns the context's error). Anything else is Redis failing,
@@ -92,9 +107,13 @@ func (l *Locker) Acquire(ctx context.Context, owner string) (lease.Lease, error)
 // client's read timeout, which may be past the acquire deadline. That is an
 // outage (503 unavailable), not a lock that others held until the deadline.
 // A network error that wraps the context's (a dial cut by the deadline) is
-// the network's.
+// the network's: an *net.OpError or a lookup's *net.DNSError, as the sale
+// tells them (a net.Error would not do: context.DeadlineExceeded is one, and
+// a waiter whose deadline came between two polls was said to be Redis
+// failing).
 func notObtained(err error) bool {
-	var netErr net.Error
+	var op *net.OpError
+	var dns *net.DNSError
 	return errors.Is(err, redislock.ErrNotObtained) ||
-		(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) && !errors.As(err, &netErr)
+		(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) && !errors.As(err, &op) && !errors.As(err, &dns)
 }

@@ -3,6 +3,7 @@ package redislock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -124,5 +125,43 @@ func (c counted) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			c.n.Add(1)
 		}
 		return err
+	}
+}
+
+// The library has no wake-up: a waiter learns of a release at its next
+// poll. A waiter whose request switched its wake-up off (make mutations'
+// lost-wakeup) polls no more after its first attempt, and waits out its
+// deadline with the lock free.
+func TestRedislockWakeUp(t *testing.T) {
+	s := redistest.Start(t)
+	opts := redislock.Options{Key: "lock", TTL: 10 * time.Second, Retry: 5 * time.Millisecond}
+	rdb := redisconn.New(s.Addr, "")
+	t.Cleanup(func() { rdb.Close() })
+	var tries atomic.Int32
+	rdb.AddHook(counted{&tries})
+	holder := redislock.New(s.Client(), opts)
+	locktest.WakeUp(t, holder, redislock.New(rdb, opts), func() func() bool {
+		before := tries.Load()
+		return func() bool { return tries.Load() > before } // an attempt of the waiter's answered: the lock taken
+	})
+}
+
+// A waiter whose deadline comes while the lock stays taken is told the lock
+// was not obtained, not that Redis failed (context.DeadlineExceeded is a
+// net.Error: it was once read as the network's).
+func TestRedislockDeadlineIsNotObtained(t *testing.T) {
+	s := redistest.Start(t)
+	opts := redislock.Options{Key: "lock", TTL: 10 * time.Second, Retry: 5 * time.Millisecond}
+	g := redislock.New(s.Client(), opts)
+	held, err := g.Acquire(context.Background(), "holder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = g.Acquire(ctx, "waiter")
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.HasPrefix(err.Error(), "lock not obtained") {
+		t.Fatalf("the waiter at its deadline: %v, want the lock not obtained by the deadline", err)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidislock"
 
+	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
 )
 
@@ -67,12 +68,26 @@ type Locker struct {
 	addr string
 	opts Options
 
-	mu      sync.Mutex
+	mu     sync.Mutex
+	libs   [2]lib // the library's Locker, and its deaf twin (see deaf)
+	closed bool
+}
+
+// lib is one of the library's Lockers, made once.
+type lib struct {
 	l       rueidislock.Locker
 	dialing chan struct{} // closed when the dial in flight ends; nil: none
 	dialErr error         // the last dial's error
-	closed  bool
 }
+
+// deaf is the index in Locker.libs of the Locker a request that switched
+// its wake-up off waits on (chaos.Off.Wake, make mutations' lost-wakeup):
+// the library's, on a client of its own whose invalidations are dropped.
+// Its waiters are told nothing of a release in another process (another
+// replica's, or a key's expiry), so they wait, with the lock free, until
+// their deadline; a release on the same Locker still wakes one, as the
+// library signals its own waiters without Redis.
+const deaf = 1
 
 // New returns a Locker of the node at addr.
 func New(addr string, opts Options) *Locker {
@@ -85,22 +100,28 @@ func New(addr string, opts Options) *Locker {
 	return &Locker{addr: addr, opts: opts}
 }
 
-// locker is the library's Locker, once made: it starts the dial when none
-// is in flight and waits for it until ctx ends.
+// locker is the library's Locker (its deaf twin for a request whose
+// wake-up is switched off), once made: it starts the dial when none is in
+// flight and waits for it until ctx ends.
 func (l *Locker) locker(ctx context.Context) (rueidislock.Locker, error) {
+	i := 0
+	if chaos.From(ctx).Off.Wake { // switched off only by make mutations
+		i = deaf
+	}
 	l.mu.Lock()
-	if l.l != nil || l.closed {
+	lb := &l.libs[i]
+	if lb.l != nil || l.closed {
 		defer l.mu.Unlock()
 		if l.closed {
 			return nil, fmt.Errorf("rueidislock: %s: %w", l.opts.Key, rueidislock.ErrLockerClosed)
 		}
-		return l.l, nil
+		return lb.l, nil
 	}
-	done := l.dialing
+	done := lb.dialing
 	if done == nil {
 		done = make(chan struct{})
-		l.dialing = done
-		go l.dial(done)
+		lb.dialing = done
+		go l.dial(done, i)
 	}
 	l.mu.Unlock()
 	select {
@@ -110,14 +131,15 @@ func (l *Locker) locker(ctx context.Context) (rueidislock.Locker, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.l == nil {
-		return nil, l.dialErr
+	if lb.l == nil {
+		return nil, lb.dialErr
 	}
-	return l.l, nil
+	return lb.l, nil
 }
 
-// dial makes the library's Locker and keeps it, unless Close came first.
-func (l *Locker) dial(done chan struct{}) {
+// dial makes the library's Locker of libs[i] and keeps it, unless Close
+// came first.
+func (l *Locker) dial(done chan struct{}, i int) {
 	co := rueidis.ClientOption{InitAddress: []string{l.addr}, Password: l.opts.Password}
 	if len(l.opts.Sentinels) > 0 {
 		// TopologyRefreshInterval: rueidis follows +switch-master only, and
@@ -126,32 +148,46 @@ func (l *Locker) dial(done chan struct{}) {
 			TopologyRefreshInterval: 5 * time.Second}
 	}
 	// lesson:begin rueidislock rueidislock-1
-	lk, err := rueidislock.NewLocker(rueidislock.LockerOption{ClientOption: co, KeyPrefix: KeyPrefix, KeyValidity: l.opts.TTL,
-		KeyMajority: l.opts.Majority})
+	opt := rueidislock.LockerOption{ClientOption: co, KeyPrefix: KeyPrefix, KeyValidity: l.opts.TTL, KeyMajority: l.opts.Majority}
+	// lesson:end
+	if i == deaf {
+		// The library hands its client its invalidation handler; this
+		// client drops every invalidation instead. Tracking stays on (the
+		// library asked for it), so Redis still sends them.
+		opt.ClientBuilder = func(o rueidis.ClientOption) (rueidis.Client, error) {
+			o.OnInvalidations = func([]rueidis.RedisMessage) {}
+			return rueidis.NewClient(o)
+		}
+	}
+	// lesson:begin rueidislock rueidislock-1
+	lk, err := rueidislock.NewLocker(opt)
 	// lesson:end
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	defer close(done)
-	l.dialing = nil
+	lb := &l.libs[i]
+	lb.dialing = nil
 	switch {
 	case err != nil:
-		l.dialErr = fmt.Errorf("rueidislock: client of %s: %w", l.addr, err)
+		lb.dialErr = fmt.Errorf("rueidislock: client of %s: %w", l.addr, err)
 	case l.closed:
 		lk.Close()
 	default:
-		l.l = lk
+		lb.l = lk
 	}
 }
 
-// Close closes the library's client, if one was made (and one still being
+// Close closes the library's clients, if any were made (and one still being
 // made, once it is).
 func (l *Locker) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true
-	if l.l != nil {
-		l.l.Close()
-		l.l = nil
+	for i := range l.libs {
+		if l.libs[i].l != nil {
+			l.libs[i].l.Close()
+			l.libs[i].l = nil
+		}
 	}
 }
 

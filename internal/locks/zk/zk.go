@@ -46,6 +46,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
 )
 
@@ -154,6 +155,7 @@ func (l *Locker) attempt(ctx context.Context, owner string, wait bool) (lease.Le
 		if watch == nil { // gone between the two reads: look again
 			continue
 		}
+		watch = deaf(ctx, watch)
 		// The node before goes (released, or its session ended), or the
 		// watch ends with the connection: either way, look again.
 		select {
@@ -165,6 +167,20 @@ func (l *Locker) attempt(ctx context.Context, owner string, wait bool) (lease.Le
 		}
 	}
 	// lesson:end
+}
+
+// deaf is watch, the real watch on the node before the waiter's own, unless
+// the waiter's request switched its wake-up off (chaos.Off.Wake, make
+// mutations' lost-wakeup): then its event, the node's deletion, is read and
+// dropped, and the waiter is told nothing (the channel returned never
+// delivers). It waits, with the lock free, until its deadline, or until its
+// session ends.
+func deaf(ctx context.Context, watch <-chan zk.Event) <-chan zk.Event {
+	if !chaos.From(ctx).Off.Wake {
+		return watch
+	}
+	go func() { <-watch }() // a watch fires once: at the event, or when the connection closes
+	return nil
 }
 
 // create makes the attempt's node, named after its id (so that a create

@@ -3,8 +3,11 @@ package zk_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -298,4 +301,53 @@ func TestZKMembersDown(t *testing.T) {
 	if err := held.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A waiter is woken by the watch on the node before its own; a waiter whose
+// request switched its wake-up off (make mutations' lost-wakeup) has that
+// watch's event dropped, and waits out its deadline with the lock free.
+func TestZKWakeUp(t *testing.T) {
+	e := zktest.Start(t, 3)
+	holder := zk.New(session(t, e, zk.SessionOptions{Timeout: 10 * time.Second}), zk.Options{Key: "lock"})
+	waiter := zk.New(session(t, e, zk.SessionOptions{Timeout: 10 * time.Second}), zk.Options{Key: "lock"})
+	locktest.WakeUp(t, holder, waiter, func() func() bool {
+		before := watches(t, e) // the holder sets none
+		return func() bool { return watches(t, e) > before }
+	})
+}
+
+// watches is how many watches the ensemble's members hold (mntr's
+// zk_watch_count, summed): a waiter's on the node before its own.
+func watches(t *testing.T, e *zktest.Ensemble) int {
+	t.Helper()
+	n := 0
+	for _, addr := range e.Servers() {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+		if _, err := conn.Write([]byte("mntr")); err != nil {
+			t.Fatal(err)
+		}
+		out, err := io.ReadAll(conn)
+		conn.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, line := range strings.Split(string(out), "\n") {
+			if v, ok := strings.CutPrefix(line, "zk_watch_count\t"); ok {
+				c, err := strconv.Atoi(strings.TrimSpace(v))
+				if err != nil {
+					t.Fatal(err)
+				}
+				n, found = n+c, true
+			}
+		}
+		if !found {
+			t.Fatalf("%s's mntr has no zk_watch_count: %q", addr, out)
+		}
+	}
+	return n
 }
