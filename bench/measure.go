@@ -113,10 +113,17 @@ func newBench(ctx context.Context, o options, stderr io.Writer) (*bench, func(),
 	if err != nil {
 		return nil, nil, err
 	}
-	var dbc *sql.DB
+	// The database's two pools, as the service opens them: the polling
+	// locks' and db-getlock's, which holds a connection for each hold.
+	var dbc, holds *sql.DB
 	if c.State.DB != nil {
 		if dbc, err = dblock.Open(c.State.DSN()); err != nil {
 			_ = ecli.Close()
+			return nil, nil, err
+		}
+		if holds, err = dblock.OpenHolds(c.State.DSN()); err != nil {
+			_ = ecli.Close()
+			_ = dbc.Close()
 			return nil, nil, err
 		}
 	}
@@ -130,6 +137,7 @@ func newBench(ctx context.Context, o options, stderr io.Writer) (*bench, func(),
 			_ = ecli.Close()
 			if dbc != nil {
 				_ = dbc.Close()
+				_ = holds.Close()
 			}
 			return nil, nil, err
 		}
@@ -143,6 +151,7 @@ func newBench(ctx context.Context, o options, stderr io.Writer) (*bench, func(),
 		_ = ecli.Close()
 		if dbc != nil {
 			_ = dbc.Close()
+			_ = holds.Close()
 		}
 		_ = redisconn.CloseAll(b.nodes)
 		_ = b.rdb.Close()
@@ -152,7 +161,7 @@ func newBench(ctx context.Context, o options, stderr io.Writer) (*bench, func(),
 		closeBench()
 		return nil, nil, err
 	}
-	b.plan(ctx, builder.Deps{Redis: b.rdb, Redlock: b.nodes, Etcd: ecli, DB: dbc, ZK: zks, LockKey: "bench:lock", Notifier: notifier})
+	b.plan(ctx, builder.Deps{Redis: b.rdb, Redlock: b.nodes, Etcd: ecli, DB: dbc, DBHolds: holds, ZK: zks, LockKey: "bench:lock", Notifier: notifier})
 	b.planComparison()
 	return b, closeBench, nil
 }

@@ -12,6 +12,8 @@ import (
 	"net"
 	"net/http"
 	_ "net/http/pprof" // served only with -pprof, on its own listener
+	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -38,7 +40,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func main() { cli.Main(run) }
+// The memory limit is the process's, set here, not in run, which the tests
+// call in their own process.
+func main() {
+	setMemoryLimit(os.Getenv)
+	cli.Main(run)
+}
 
 // run is the whole program; it returns the exit status: 0 after a clean stop,
 // 1 when the service fails, 2 for bad flags.
@@ -55,6 +62,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})).With("replica", cfg.Name)
 	redis.SetLogger(redisLogger{log})
+	log.Info("runtime memory limit", "bytes", debug.SetMemoryLimit(-1), "gomemlimit", getenv("GOMEMLIMIT"))
 
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)))
 	if err != nil {

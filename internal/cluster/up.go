@@ -113,7 +113,7 @@ func Plan(cfg Config) State {
 			args = append(args, "-sentinel", strings.Join(s.SentinelAddrs(), ","), "-sentinel-master", SentinelMaster)
 		}
 		if cfg.Pprof {
-			args = append(args, "-pprof", "127.0.0.1:"+strconv.Itoa(6060+i-1))
+			args = append(args, "-pprof", "127.0.0.1:"+strconv.Itoa(6060+i)) // i counts from 0
 		}
 		env := append([]string{"GOMAXPROCS=" + gomaxprocs(cfg.Replicas)}, serviceEnv(os.Environ())...)
 		// The secrets are cfg's, whatever the environment says.

@@ -41,6 +41,19 @@ type SessionOptions struct {
 	Dialer zk.Dialer
 }
 
+// The client's buffers. go-zookeeper's default is 1.5 MiB each, receiving
+// and sending, held for the session's life: 3 MiB of a replica's live heap,
+// a fifth of it, for packets a lock never comes near. The largest reply is
+// a listing of the lock's directory, a waiter's node name (about 60 bytes)
+// each: RecvBuffer holds over 4,000 waiters, where a replica runs at most
+// server.DefaultMaxInFlight sales at once; a reply beyond it is an error of
+// that request, not a larger buffer. The largest request is a create with
+// the owner's id as its data.
+const (
+	RecvBuffer = 256 << 10
+	SendBuffer = 64 << 10
+)
+
 // Dial returns a session on the ensemble at servers (host:port). It does not
 // wait for a member: the first request waits for the connection, and a
 // request finds out under its own deadline.
@@ -60,7 +73,8 @@ func Dial(servers []string, opts SessionOptions) (*Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	conn, _, err := zk.Connect(servers, opts.Timeout, zk.WithLogInfo(false), zk.WithLogger(logger{opts.Log}),
-		zk.WithEventCallback(s.event), zk.WithDialer(opts.Dialer))
+		zk.WithEventCallback(s.event), zk.WithDialer(opts.Dialer),
+		zk.WithMaxBufferSize(RecvBuffer), zk.WithMaxConnBufferSize(SendBuffer))
 	if err != nil {
 		return nil, fmt.Errorf("zk: client of %v: %w", servers, err)
 	}
