@@ -382,7 +382,7 @@ function listen() {
     const p = JSON.parse(e.data);
     const r = runById(p.run);
     if (!r) return;
-    r.holds = r.holds.filter((h) => h.lock !== p.lock).concat(p.holds);
+    r.holds = r.holds.filter((h) => h.lock !== p.lock).concat(p.holds || []);
     touch("run");
   });
   es.addEventListener("result", (e) => {
@@ -414,7 +414,11 @@ function runById(id) {
   return r;
 }
 
+// frame draws what changed. The next frame is asked for first: a drawing
+// that throws loses its frame, not every later one (the page would stop
+// following the lab, its buttons frozen as they were).
 function frame() {
+  requestAnimationFrame(frame);
   const d = state.dirty;
   if (d.size) {
     state.dirty = new Set();
@@ -423,7 +427,6 @@ function frame() {
     if (d.has("runs")) drawRuns();
     if (d.has("matrix")) drawMatrix();
   }
-  requestAnimationFrame(frame);
 }
 
 function drawStack() {
