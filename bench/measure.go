@@ -64,6 +64,10 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*Report, error) 
 	}
 	b.rep.Serial = median(b.serials)
 	b.say("serial ceiling (SET NX PX, GET, SET, Lua release), all slices: %.0f sales/s", b.rep.Serial)
+	if b.rep.Gate, err = gateCost(ctx, b.rdb); err != nil {
+		return nil, fmt.Errorf("the step gate's cost: %w", err)
+	}
+	b.say("%s", gateLine(b.rep.Gate))
 	if err := b.compare(ctx); err != nil {
 		return nil, err
 	}

@@ -107,6 +107,7 @@ func (r *Report) check() {
 		}
 	}
 	r.checkComparison(add)
+	r.checkGate(add)
 	for _, d := range r.Default {
 		label := strings.TrimSpace(d.Lock + " " + d.Wait)
 		add(label+" default load test", "no failed request", fmt.Sprintf("%d failed", d.Failed), d.Failed == 0)
@@ -146,6 +147,7 @@ func writeTable(w io.Writer, r *Report) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+	writeGate(w, r)
 	writeComparison(w, r)
 	met := 0
 	for _, t := range r.Targets {
@@ -235,6 +237,7 @@ func markdown(r *Report) string {
 			fmt.Fprintf(&b, "- %s: %s, want %s %s\n", t.Name, t.Got, t.Want, tick(t.Met))
 		}
 	}
+	gateMarkdown(&b, r)
 	failed := 0
 	for _, d := range r.Default {
 		failed += d.Failed

@@ -18,6 +18,7 @@ type Report struct {
 	Compare  *Comparison        `json:"libraries,omitempty"`
 	Default  []DefaultRun       `json:"default_load_test"`
 	MemoryMB map[string]float64 `json:"replica_peak_rss_mb"`
+	Gate     *GateCost          `json:"step_gate,omitempty"`
 	Targets  []Target           `json:"targets"`
 }
 

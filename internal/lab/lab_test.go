@@ -252,6 +252,10 @@ func TestRunIsFollowedAndJudged(t *testing.T) {
 			case "progress":
 				holds, _ := v["holds"].([]any)
 				liveHolds += len(holds)
+			case "holds": // atomic holds no lock: [], not null (the page drew a null hold and stopped drawing)
+				if _, ok := v["holds"].([]any); !ok {
+					t.Errorf("holds event for %v: %s, want a list", v["lock"], e.data)
+				}
 			case "result":
 				r := v["result"].(map[string]any)
 				results[r["lock"].(string)] = r

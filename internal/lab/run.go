@@ -408,7 +408,7 @@ func (l *Lab) version(ctx context.Context, r *run, cfg loadtest.Config, lock str
 			// that is the version's whole timeline, replacing what was
 			// followed live (which may have missed the last tick's).
 			if len(o.res.Sales) > 0 {
-				var all []Hold
+				all := []Hold{} // a version with no lock holds nothing: [], never null
 				for _, s := range o.res.Sales {
 					if h, ok := holdOf(lock, s); ok {
 						all = append(all, h)

@@ -456,7 +456,7 @@ function listen() {
     const p = JSON.parse(e.data);
     const r = runById(p.run);
     if (!r) return;
-    r.holds = r.holds.filter((h) => h.lock !== p.lock).concat(p.holds);
+    r.holds = r.holds.filter((h) => h.lock !== p.lock).concat(p.holds || []);
     touch("run");
   });
   es.addEventListener("result", (e) => {
@@ -488,7 +488,11 @@ function runById(id) {
   return r;
 }
 
+// frame draws what changed. The next frame is asked for first: a drawing
+// that throws loses its frame, not every later one (the page would stop
+// following the lab, its buttons frozen as they were).
 function frame() {
+  requestAnimationFrame(frame);
   const d = state.dirty;
   if (d.size) {
     state.dirty = new Set();
@@ -499,7 +503,6 @@ function frame() {
     // Which wide tables have columns out of sight (their box says so).
     for (const w of document.querySelectorAll(".scroll-x")) w.dataset.more = String(w.scrollWidth > w.clientWidth + 1);
   }
-  requestAnimationFrame(frame);
 }
 
 function drawStack() {
