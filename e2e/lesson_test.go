@@ -121,6 +121,148 @@ func stepV2(p stepPage, stock func() string) {
 	p.shots("v2")
 }
 
+// stepCrash plays v3's story (A crashes holding the lock; B asks until its
+// deadline and gives up) and its fix, v4 in the same order (A's lease runs
+// out by itself; B takes the lock and sells), reading from Redis at each
+// step that tells: the key still A's after the crash and a lease's time,
+// with no expiry, and after B gave up; removed by the reset (compare and
+// delete); under v4 gone with the lease, then B's.
+func stepCrash(p stepPage, rdb *redis.Client) {
+	t := p.t
+	t.Helper()
+	ctx, lockKey, stockKey := context.Background(), api.DefaultLockKey, api.DefaultStockKey
+	owner := func() (string, time.Duration) { return rdb.Get(ctx, lockKey).Val(), rdb.PTTL(ctx, lockKey).Val() }
+
+	p.open("v3")
+	p.click(0)
+	p.click(1)
+	ownerA, ttl := owner()
+	if cmd := p.done("A", "acquire", 0, ".cmd"); ownerA == "" || !strings.Contains(cmd, ownerA) || ttl != -1 {
+		t.Fatalf("v3: after A's acquire (%q) the lock key holds %q with PTTL %v: want A's, no expiry; lane A shows:\n%s", cmd, ownerA, ttl, p.eval(`document.querySelector("#lane-A").innerText`))
+	}
+	p.click(2)
+	p.click(3) // A crashes
+	if got, _ := owner(); got != ownerA || p.lane("A") != "done" || p.eval(`document.querySelector("#lane-A li.result[data-crashed=true]") ? "yes" : ""`) != "yes" {
+		t.Fatalf("v3: after A's crash the key holds %q (A's: %q), A's lane is %s: want A's lock left and A shown crashed", got, ownerA, p.lane("A"))
+	}
+	crashed := time.Now()
+	p.click(4) // a lesson's lease, 10 s, goes by
+	if got, ttl := owner(); got != ownerA || ttl != -1 || time.Since(crashed) < 9*time.Second {
+		t.Fatalf("v3: %s after A's crash the key holds %q with PTTL %v: want A's, no expiry, after 10 s", time.Since(crashed).Round(time.Second), got, ttl)
+	}
+	p.click(5)
+	if got, _ := owner(); got != ownerA || p.done("B", "acquire", 0, ".reply") != "(nil)" {
+		t.Fatalf("v3: B's SET NX answered %q, the key holds %q: want nil, A's lock", p.done("B", "acquire", 0, ".reply"), got)
+	}
+	asked := time.Now()
+	p.click(6) // B asks until its deadline
+	result := p.eval(`document.querySelector("#lane-B li.result")?.textContent || ""`)
+	if got, ttl := owner(); got != ownerA || ttl != -1 || !strings.Contains(result, "503") || !strings.Contains(result, "gave up waiting for the lock") || redisGetT(t, rdb, stockKey) != "10" {
+		t.Fatalf("v3: after B's wait the key holds %q (PTTL %v), B's lane says %q, stock %s: want A's lock kept, B's 503 lock timeout, stock 10", got, ttl, result, redisGetT(t, rdb, stockKey))
+	}
+	if took := time.Since(asked); took < 4*time.Second {
+		t.Fatalf("v3: B gave up %s after it was let go: want its whole bound, 5 s of its running time", took)
+	}
+	p.verdict("violated", "B sold nothing")
+	p.verdict("violated", "A's lock is still in Redis, with no expiry")
+	p.shots("v3")
+
+	// The reset (opening the next story) removes A's crashed lock: its own.
+	p.open("v3-fix")
+	if n := rdb.Exists(ctx, lockKey).Val(); n != 0 {
+		t.Fatalf("v3's reset left the crashed sale's lock: %q", redisGetT(t, rdb, lockKey))
+	}
+	p.click(0)
+	p.click(1)
+	ownerA, ttl = owner()
+	if ownerA == "" || ttl <= 0 || ttl > 10*time.Second {
+		t.Fatalf("v4: after A's acquire the key holds %q with %v left: want A's, the lesson's 10 s lease", ownerA, ttl)
+	}
+	p.click(2)
+	p.click(3) // A crashes
+	if got, ttl := owner(); got != ownerA || ttl <= 0 {
+		t.Fatalf("v4: after A's crash the key holds %q with %v left: want A's lock, running out", got, ttl)
+	}
+	p.click(4) // offered once the lease has run out
+	if n := rdb.Exists(ctx, lockKey).Val(); n != 0 {
+		t.Fatal("v4: the wait ended with A's lock key still there")
+	}
+	p.click(5)
+	if ownerB, ttl := owner(); ownerB == "" || ownerB == ownerA || !strings.Contains(p.done("B", "acquire", -1, ".cmd"), ownerB) || p.done("B", "acquire", -1, ".reply") != "OK" || ttl <= 0 {
+		t.Fatalf("v4: after B's SET NX (%s) the key holds %q (A's was %q): want B's lock", p.done("B", "acquire", -1, ".reply"), ownerB, ownerA)
+	}
+	p.click(6)
+	p.verdict("ok", "B took the lock once A's lease had run out, and sold")
+	if s := redisGetT(t, rdb, stockKey); s != "9" || rdb.Exists(ctx, lockKey).Val() != 0 {
+		t.Fatalf("v4: the story ended with stock %s, lock key there %d times: want 9, none", s, rdb.Exists(ctx, lockKey).Val())
+	}
+	p.shots("v3-fix")
+}
+
+// stepNested plays v6's nested story (A takes the lock, asks again with
+// the same id, and waits on itself until its deadline: the lock timeout,
+// nothing sold) and v7's (the hash counts A's second hold: 2; sold).
+func stepNested(p stepPage, rdb *redis.Client) {
+	t := p.t
+	t.Helper()
+	ctx, lockKey, stockKey := context.Background(), api.DefaultLockKey, api.DefaultStockKey
+
+	p.open("v6-nested")
+	p.click(0)
+	p.click(1)
+	ownerA := rdb.Get(ctx, lockKey).Val()
+	if !strings.Contains(p.done("A", "acquire", 0, ".cmd"), ownerA) || ownerA == "" {
+		t.Fatalf("v6 nested: after A's acquire the key holds %q: not A's", ownerA)
+	}
+	p.click(2)
+	if got := rdb.Get(ctx, lockKey).Val(); got != ownerA || p.done("A", "acquire", -1, ".reply") != "(nil)" || !strings.Contains(p.done("A", "acquire", -1, ".cmd"), ownerA) {
+		t.Fatalf("v6 nested: A's second SET NX (%s) answered %q, the key holds %q: want nil, the key A's own", p.done("A", "acquire", -1, ".cmd"), p.done("A", "acquire", -1, ".reply"), got)
+	}
+	p.click(3) // A waits on itself until its deadline
+	result := p.eval(`document.querySelector("#lane-A li.result")?.textContent || ""`)
+	if !strings.Contains(result, "503") || !strings.Contains(result, "gave up waiting for the lock") || redisGetT(t, rdb, stockKey) != "10" || rdb.Exists(ctx, lockKey).Val() != 0 {
+		t.Fatalf("v6 nested: A's lane says %q, stock %s, lock key there %d times: want A's 503 lock timeout, stock unchanged at 10, its lock released",
+			result, redisGetT(t, rdb, stockKey), rdb.Exists(ctx, lockKey).Val())
+	}
+	p.verdict("violated", "A waited on its own lock")
+	p.shots("v6-nested")
+
+	p.open("v7")
+	p.click(0)
+	p.click(1)
+	hold := rdb.HGetAll(ctx, lockKey).Val()
+	if len(hold) != 1 {
+		t.Fatalf("v7: after A's acquire the lock hash holds %v: want one field, A's", hold)
+	}
+	var field string
+	for f := range hold {
+		field = f
+	}
+	p.click(2)
+	if n := rdb.HGet(ctx, lockKey, field).Val(); n != "2" || !strings.Contains(p.done("A", "acquire", -1, ".cmd"), field) {
+		t.Fatalf("v7: after A's nested acquire the hash's field %s counts %q: want 2", field, n)
+	}
+	waitFor(t, p.ctx, "the store shows the hash's count 2", `document.querySelector("#store .count")?.dataset.count === "2"`)
+	p.click(3)
+	p.verdict("ok", "A took its own lock a second time")
+	if s := redisGetT(t, rdb, stockKey); s != "9" || rdb.Exists(ctx, lockKey).Val() != 0 {
+		t.Fatalf("v7: the story ended with stock %s, lock key there %d times: want 9, released", s, rdb.Exists(ctx, lockKey).Val())
+	}
+	p.shots("v7")
+}
+
+// redisGetT is key's string value, "(none)" when it is not there.
+func redisGetT(t *testing.T, rdb *redis.Client, key string) string {
+	t.Helper()
+	v, err := rdb.Get(context.Background(), key).Result()
+	if err == redis.Nil {
+		return "(none)"
+	} else if err != nil {
+		t.Fatalf("GET %s: %v", key, err)
+	}
+	return v
+}
+
 // TestLessonStepThrough plays the lab's step-through stories on a stack
 // started as make up starts it (no -chaos, the replicas' own -ttl), one
 // click per step, and reads from Redis itself, at the step that tells, what
@@ -128,8 +270,11 @@ func stepV2(p stepPage, stock func() string) {
 // twice; v4's lock became B's and A's DEL removed it while B still worked;
 // v6 in v4's order answered A's release with 0, B's lock kept; v6 fenced
 // refused A's write; v5's GET matched A's id, the lease ran out before its
-// DEL, and the DEL removed B's lock. The lease is the lesson's (10 s), run
-// out for real.
+// DEL, and the DEL removed B's lock; v3's crashed A kept its lock, with
+// no expiry, until the reset removed it, while B gave up at its deadline,
+// and v4's lease freed it for B; v6's nested acquisition waited on its own
+// lock until the lock timeout, and v7's hash counted it (2) and sold. The
+// lease is the lesson's (10 s), run out for real.
 // Each ending is kept as a picture at 1280 and 390 px ($LAB_SCREENSHOTS).
 // Last, a story left with A holding the lock and the page closed leaves no
 // lock key behind, and the next sale sells.
@@ -274,6 +419,9 @@ func TestLessonStepThrough(t *testing.T) {
 	}
 	noLockLeft("v5")
 	p.shots("v5")
+
+	stepCrash(p, rdb)
+	stepNested(p, rdb)
 
 	if p := problems(); len(p) > 0 {
 		t.Fatalf("the page reported errors: %v", p)

@@ -142,7 +142,7 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	}
 	// Closed before the clients above (deferred after them): a stopping
 	// replica cancels its stepped sales, which release their locks.
-	steps := step.New(step.Options{Log: log.With("part", "step")})
+	steps := step.New(step.Options{Wait: server.LessonLease / 2, Log: log.With("part", "step")})
 	defer steps.Close()
 	deps := builder.Deps{Redis: rdb, Sentinels: cfg.Sentinel, SentinelMaster: cfg.SentinelMaster, Redlock: nodes, Etcd: ecli, DB: dbc, DBHolds: holds, ZK: zks, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, Claim: cfg.Claim, ReplicaAck: cfg.ReplicaAck,
 		RedlockRetry: cfg.RedlockRetry, Log: log, Observer: mx}
@@ -264,6 +264,9 @@ func handler(cfg config, deps builder.Deps, rdb *redis.Client, steps *step.Gate,
 		Recorder: mx, Metrics: mx.Handler(), History: hist, MaxInFlight: cfg.MaxInFlight, Steps: steps, LessonLease: server.LessonLease,
 		Store: func(ctx context.Context) (api.Store, error) {
 			return server.ReadStore(ctx, rdb, server.StoreKeys{Stock: cfg.Key, Lock: cfg.LockKey, Counter: fence.CounterKey(cfg.LockKey)})
+		},
+		Forget: func(ctx context.Context, owner string) (string, error) {
+			return server.ForgetLock(ctx, rdb, cfg.LockKey, owner)
 		},
 	})
 }

@@ -26,6 +26,8 @@ type lessonSale struct {
 	ID    string `json:"id"`
 	Lock  string `json:"lock"`
 	Fence bool   `json:"fence"`
+	// Nested takes the lock twice, nested (v6's story: it waits on itself).
+	Nested bool `json:"nested"`
 	// Stock, when set, is written first: the lesson's starting stock.
 	Stock *int64 `json:"stock,omitempty"`
 }
@@ -34,7 +36,7 @@ type lessonSale struct {
 const maxLessonStock = 1000
 
 // lessonStart starts a stepped sale on the replica the path names (POST
-// /sale?step=ID&lock=L[&fence=1]) and answers its state, stopped before its
+// /sale?step=ID&lock=L[&fence=1][&nested=1]) and answers its state, stopped before its
 // first step. Refused while a run or a cell uses the stack: a lesson's
 // stock and lock are theirs too.
 func (l *Lab) lessonStart(w http.ResponseWriter, r *http.Request) {
@@ -68,19 +70,22 @@ func (l *Lab) lessonStart(w http.ResponseWriter, r *http.Request) {
 	if s.Fence {
 		q.Set("fence", "1")
 	}
+	if s.Nested {
+		q.Set("nested", "1")
+	}
 	l.pass(w, r, r.PathValue("replica"), http.MethodPost, "sale", q.Encode(), nil, 0)
 }
 
-// lessonStep passes a step call (GET the state, POST next or end, DELETE:
-// reset) to the replica the path names.
+// lessonStep passes a step call (GET the state, POST next, end or crash,
+// DELETE: reset) to the replica the path names.
 func (l *Lab) lessonStep(w http.ResponseWriter, r *http.Request) {
 	path := "steps/" + url.PathEscape(r.PathValue("id"))
 	switch do := r.PathValue("do"); do {
 	case "":
-	case "next", "end":
+	case "next", "end", "crash":
 		path += "/" + do
 	default:
-		writeError(w, http.StatusNotFound, api.CodeNotFound, "a step is next or end, not "+do)
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "a step is next, end or crash, not "+do)
 		return
 	}
 	l.pass(w, r, r.PathValue("replica"), r.Method, path, "", nil, 0)

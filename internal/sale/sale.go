@@ -222,6 +222,7 @@ func (s *Service) sell(ctx context.Context, m Method, tr *Trace) (res Result, er
 		return s.readCheckWrite(ctx, nil, nil, tr)
 	}
 	tr.Owner = uuid.NewString() + ":" + strconv.FormatInt(goid.Get(), 10)
+	step.Owner(ctx, tr.Owner)
 	step.Phase(ctx, step.Acquire)
 	l, err := s.acquire(ctx, m, tr.Owner)
 	if err != nil {
@@ -264,12 +265,14 @@ func (s *Service) sell(ctx context.Context, m Method, tr *Trace) (res Result, er
 	return s.readCheckWrite(ctx, l, f, tr)
 }
 
-// acquire waits for m's lock at most acquireTimeout.
+// acquire waits for m's lock at most acquireTimeout (a stepped sale: of its
+// running time, at most the lesson's bound, step.WaitContext).
 func (s *Service) acquire(ctx context.Context, m Method, owner string) (lease.Lease, error) {
 	if chaos.From(ctx).Off.Lock { // the lock switched off: it grants at once
 		return s.granted(ctx, m, owner), nil
 	}
-	actx, cancel := context.WithTimeout(ctx, s.acquireTimeout)
+	bound := step.WaitBound(ctx, s.acquireTimeout)
+	actx, cancel := step.WaitContext(ctx, bound)
 	defer cancel()
 	start := time.Now()
 	l, err := m.Lock.Acquire(actx, owner)
@@ -277,7 +280,7 @@ func (s *Service) acquire(ctx context.Context, m Method, owner string) (lease.Le
 		s.observer.Acquired(m, time.Since(start), err)
 	}
 	if err != nil && ctx.Err() == nil && actx.Err() != nil && errors.Is(err, context.DeadlineExceeded) && !netFailure(err) {
-		return nil, fmt.Errorf("%w (%s): %w", ErrLockTimeout, s.acquireTimeout, err)
+		return nil, fmt.Errorf("%w (%s): %w", ErrLockTimeout, bound, err)
 	}
 	return l, err
 }

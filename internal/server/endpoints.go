@@ -13,7 +13,7 @@ type Endpoint struct {
 // X-Request-Id.
 var Endpoints = []Endpoint{
 	{"POST /sale", "anyone; `?lock=` and `?wait=` with `-lock-override`, beyond loopback only with the admin token (401); the fault hooks with the admin token and `-chaos`; " +
-		"`?step=ID` (a stepped sale, the lab's lessons: its lock's lease is 10 s whatever `-ttl` says, and `&fence=1` fences it without `-chaos`) from loopback, or with the admin token beyond it",
+		"`?step=ID` (a stepped sale, the lab's lessons: its lock's lease is 10 s whatever `-ttl` says, `&fence=1` fences it and `&nested=1` takes its lock twice, nested, without `-chaos`; it waits for its lock at most 5 s of its running time, the time stopped at a step not counted) from loopback, or with the admin token beyond it",
 		"200 `{\"sold\":true,\"remaining\":99,\"lock\":\"v6\",\"replica\":\"inventory-1\"}` (with a `warning` when the lease expired before release: the unit was sold); " +
 			"409 `sold_out`; 412 `fenced` (fencing refused a stale write: nothing sold); 400 for a bad or disallowed `?lock=` or `?wait=`; " +
 			"503 with `Retry-After`: `lock_timeout` (not obtained within `-acquire-timeout`), `unavailable` (Redis or the quorum unreachable before anything was written, or a fenced sale's lock handed out no token: nothing sold), " +
@@ -31,10 +31,13 @@ var Endpoints = []Endpoint{
 		"a stepped sale's state: `state` (`stopped`, `running` or `done`), `phase` (`acquire`, `stock`, `release`), `done` (each step's `command` as sent and its `reply`, " +
 			"redis-cli style: `SET lock owner px 10000 nx` -> `OK`, `GET inventory:001` -> `\"10\"`, `EVAL ...` -> `0`; the steps of a background goroutine such as v8's watchdog with phase `background`, shown, never stopped), " +
 			"`next` (the step it is stopped before), `deadline` (cancelled then: 5 minutes after it started), `cancelled` (why), and once done `result` (`status` and the `/sale` `reply`); " +
+			"`crashed`, `left` (its lock maybe still in the store) and `forgot` (what removing it answered: `1` deleted, `0` gone or another's) for a crashed sale; " +
 			"404 when this replica runs no sale of that id (or it ended over a minute ago). A sale nobody reads or drives for 30 s is cancelled: the page went away"},
 	{"POST /steps/{id}/next", "the admin token, when one is set (401)", "lets the sale take the step it is stopped before; the state once it has stopped before the next, ended, or 2 s passed (`running`); 409 `not_stopped` when it is not stopped"},
 	{"POST /steps/{id}/end", "the admin token, when one is set (401)", "lets the sale run to its end without stopping; the state once done, or after 2 s"},
-	{"DELETE /steps/{id}", "the admin token, when one is set (401)", "cancels the sale (the lesson's reset): it sends nothing more to the stock, gives up waiting for the lock, and releases a lock it holds; the state once done, or after 2 s"},
+	{"POST /steps/{id}/crash", "the admin token, when one is set (401)", "crashes the sale where it stands, as a process dying would (the replica stays up): it sends nothing more, not even its release, so its lock stays in the store until the reset, 30 s unread, or the 5-minute bound removes it if it still holds the sale's owner; " +
+		"the state once done; 400 for a version whose lock is not one key in the stock's Redis (only v3-v8 may crash), 409 `not_stopped` when it is done or cancelled"},
+	{"DELETE /steps/{id}", "the admin token, when one is set (401)", "cancels the sale (the lesson's reset): it sends nothing more to the stock, gives up waiting for the lock, and releases a lock it holds; a crashed sale's lock is removed if it still holds the sale's owner (compare-and-delete), never another's; the state once done, or after 2 s"},
 	{"GET /store", "the admin token, when one is set (401)",
 		"what the store holds now, read in one round trip (the lab's lessons show it between two stepped sales): `stock`, `lock` (`key`, `type`, `owner`, a hash's `count`, `pttl_ms`, -1 with no expiry; null: no lock key), " +
 			"`fence` (the newest holder fencing has registered at the stock: `token`, `owner`), `counter` (the last fencing token handed out); 503 when Redis does not answer"},

@@ -78,6 +78,12 @@ type Config struct {
 	// the lease while watching it run out, whatever -ttl says; the
 	// replica's other sales keep -ttl.
 	LessonLease time.Duration
+	// Forget, when set, removes the lock a crashed stepped sale left in the
+	// stock's Redis if it still holds owner (ForgetLock on the lock key):
+	// a stepped sale of a version whose lock is that one key (v3-v8) may
+	// then crash (POST /steps/{id}/crash), and the lesson's reset, the page
+	// going away or the bound removes what it left.
+	Forget func(ctx context.Context, owner string) (string, error)
 	// Store, when set, reads what the store holds now for GET /store (the
 	// lab's lessons show it between the two stepped sales).
 	Store    func(ctx context.Context) (api.Store, error)
@@ -191,6 +197,7 @@ func New(cfg Config) http.Handler {
 	r.With(others, h.admin).Get("/steps/{id}", h.stepState)
 	r.With(others, h.admin).Post("/steps/{id}/next", h.stepNext)
 	r.With(others, h.admin).Post("/steps/{id}/end", h.stepEnd)
+	r.With(others, h.admin).Post("/steps/{id}/crash", h.stepCrash)
 	r.With(others, h.admin).Delete("/steps/{id}", h.stepCancel)
 	r.With(others, h.admin).Get("/store", h.store)
 	r.Get("/healthz", h.healthz) // no I/O: answered from memory
@@ -438,15 +445,17 @@ func (h *handlers) faults(r *http.Request, q url.Values) (f chaos.Faults, nested
 	if !slices.ContainsFunc(hooks, func(p hook) bool { return q.Has(p.name) }) {
 		return f, false, nil, nil
 	}
-	// A stepped sale (the lab's lessons) may ask for fencing without
-	// -chaos: it is the lesson's fix, shown on make up's replicas, and
-	// stepping is already the admin's beyond loopback (startStepped).
-	if q.Has("step") && h.LessonLease > 0 && !slices.ContainsFunc(hooks, func(p hook) bool { return p.name != "fence" && q.Has(p.name) }) {
-		b, err := strconv.ParseBool(q.Get("fence"))
-		if err != nil {
-			return f, false, nil, &requestError{api.CodeBadRequest, fmt.Sprintf("fence=%q: want 1 or 0", q.Get("fence"))}
+	// A stepped sale (the lab's lessons) may ask for fencing and a nested
+	// acquisition without -chaos: the lessons' fix and v6's story, shown
+	// on make up's replicas, and stepping is already the admin's beyond
+	// loopback (startStepped).
+	if q.Has("step") && h.LessonLease > 0 && !slices.ContainsFunc(hooks, func(p hook) bool { return p.name != "fence" && p.name != "nested" && q.Has(p.name) }) {
+		for _, p := range hooks {
+			if (p.name == "fence" || p.name == "nested") && q.Has(p.name) && !p.set(q.Get(p.name)) {
+				return f, false, nil, &requestError{api.CodeBadRequest, fmt.Sprintf("%s=%q: want %s", p.name, q.Get(p.name), p.want)}
+			}
 		}
-		return f, false, &b, nil
+		return f, nested, fence, nil
 	}
 	if !h.Chaos {
 		return f, false, nil, &requestError{api.CodeChaosDisabled, "fault hooks (hold, release_pause, nested, fence, stop_before_write, replica_ack, lease, off) need the service started with -chaos"}

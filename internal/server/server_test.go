@@ -116,6 +116,9 @@ func newStack(t testing.TB, o options) *stack {
 		MaxInFlight: o.maxInFlight, MaxOthersInFlight: o.maxOthers, Steps: o.steps, LessonLease: o.lessonLease,
 		Store: func(ctx context.Context) (api.Store, error) {
 			return server.ReadStore(ctx, stock, server.StoreKeys{Stock: api.DefaultStockKey, Lock: api.DefaultLockKey, Counter: fence.CounterKey(api.DefaultLockKey)})
+		},
+		Forget: func(ctx context.Context, owner string) (string, error) {
+			return server.ForgetLock(ctx, stock, api.DefaultLockKey, owner)
 		}})
 	s.h = h
 	ts := httptest.NewUnstartedServer(h)

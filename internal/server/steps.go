@@ -10,6 +10,7 @@ import (
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/locklab/locklab/internal/step"
+	"github.com/locklab/locklab/internal/versions"
 )
 
 // stepSettle is how long a step request waits for the sale to stop again
@@ -49,6 +50,13 @@ func (h *handlers) startStepped(w http.ResponseWriter, r *http.Request, ctx cont
 	case err != nil:
 		writeError(w, api.CodeBadRequest, err.Error())
 		return
+	}
+	if v, ok := versions.Lookup(m.Name); ok && v.Wait && h.Forget != nil {
+		// v3-v8 (the versions -wait applies to) lock one key in the
+		// stock's Redis holding the owner: what a crash leaves there,
+		// Forget removes. Another's lock (other nodes, a session, a
+		// connection) would outlive the lesson: it cannot crash.
+		s.Crashable(h.Forget)
 	}
 	writeJSON(w, http.StatusAccepted, s.Settle(r.Context(), stepSettle))
 }
@@ -95,8 +103,28 @@ func (h *handlers) stepEnd(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// stepCrash crashes the sale where it stands (the lab's v3 story: a holder
+// that dies): it sends nothing more, not even its release, and its lock
+// stays in the store until the reset (stepCancel) removes it.
+func (h *handlers) stepCrash(w http.ResponseWriter, r *http.Request) {
+	s := h.stepped(w, r)
+	if s == nil {
+		return
+	}
+	switch err := s.Crash(); {
+	case errors.Is(err, step.ErrNoCrash):
+		writeError(w, api.CodeBadRequest, err.Error())
+		return
+	case err != nil:
+		writeError(w, api.CodeNotStopped, err.Error()+": it is "+s.State().State)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.Settle(r.Context(), stepSettle))
+}
+
 // stepCancel cancels the sale (the lesson's reset): it writes nothing more
-// and releases a lock it holds.
+// and releases a lock it holds; a crashed one's lock is removed if it is
+// still the sale's (Config.Forget).
 func (h *handlers) stepCancel(w http.ResponseWriter, r *http.Request) {
 	if s := h.stepped(w, r); s != nil {
 		s.Cancel("reset")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/step"
 )
 
@@ -107,5 +108,112 @@ func TestSteppedLesson(t *testing.T) {
 	r = s.do(t, "GET", "/store", "")
 	if f, _ := r.body["fence"].(map[string]any); f == nil || f["token"] != "1" || r.body["counter"] != 1.0 || r.body["stock"] != "8" {
 		t.Fatalf("after a fenced sale the store holds %v: want token 1 registered at the stock, stock 8", r.body)
+	}
+}
+
+// A stepped sale that crashes holding v3's lock sends nothing more, not
+// even its release: its key stays, with no expiry, and the next sale waits
+// until its bound and answers lock_timeout. The reset removes the crashed
+// sale's lock only while it still holds its owner (a string's value, a
+// hash's field), never another's; a crash is refused where a reset could
+// not remove what it leaves.
+func TestSteppedCrash(t *testing.T) {
+	g := step.New(step.Options{Wait: 300 * time.Millisecond})
+	t.Cleanup(g.Close)
+	s := newStack(t, options{lock: "v6", override: true, steps: g, lessonLease: 10 * time.Second})
+	ctx := context.Background()
+	s.rdb.Set(ctx, api.DefaultStockKey, 10, 0)
+	lockKey := api.DefaultLockKey
+
+	// holding starts a stepped sale of lock and lets it take its lock (a
+	// script's NOSCRIPT answered by its EVAL is one more step).
+	holding := func(id, lock string) {
+		t.Helper()
+		s.expect(t, s.do(t, "POST", "/sale?step="+id+"&lock="+lock, ""), 202, map[string]any{"phase": "acquire"})
+		for r := s.do(t, "POST", "/steps/"+id+"/next", ""); r.body["phase"] == "acquire"; r = s.do(t, "POST", "/steps/"+id+"/next", "") {
+		}
+		if s.rdb.Exists(ctx, lockKey).Val() != 1 {
+			t.Fatalf("%s holds no %s lock after its acquire", id, lock)
+		}
+	}
+	holding("A", "v3")
+	owner := s.rdb.Get(ctx, lockKey).Val()
+	r := s.do(t, "POST", "/steps/A/crash", "")
+	s.expect(t, r, 200, map[string]any{"state": "done", "crashed": true, "left": true})
+	if got, ttl := s.rdb.Get(ctx, lockKey).Val(), s.rdb.PTTL(ctx, lockKey).Val(); got != owner || ttl != -1 || s.stock(t) != "10" {
+		t.Fatalf("after A's crash the lock key holds %q (A's: %q) with PTTL %v, stock %s: want A's lock left, no expiry, stock 10", got, owner, ttl, s.stock(t))
+	}
+	for _, d := range r.body["done"].([]any) {
+		if d.(map[string]any)["phase"] == "release" {
+			t.Fatalf("a crashed sale released: %v", d)
+		}
+	}
+	s.expect(t, s.do(t, "POST", "/steps/A/crash", ""), 409, map[string]any{"code": "not_stopped"})
+
+	// B runs to its end: it asks until its bound of running time, and gives up.
+	s.expect(t, s.do(t, "POST", "/sale?step=B&lock=v3", ""), 202, map[string]any{"state": "stopped"})
+	r = s.do(t, "POST", "/steps/B/end", "")
+	s.expect(t, r, 200, map[string]any{"state": "done"})
+	res := r.body["result"].(map[string]any)
+	if res["status"] != 503.0 || res["reply"].(map[string]any)["code"] != "lock_timeout" {
+		t.Fatalf("B's result: %v, want 503 lock_timeout", res)
+	}
+	done := r.body["done"].([]any)
+	first, last := done[0].(map[string]any), done[len(done)-1].(map[string]any)
+	start, _ := time.Parse(time.RFC3339Nano, first["start"].(string))
+	end, _ := time.Parse(time.RFC3339Nano, last["end"].(string))
+	if len(done) < 2 || end.Sub(start) < 250*time.Millisecond || first["reply"] != "(nil)" || last["reply"] != "(nil)" {
+		t.Fatalf("B asked %d times over %s, first %v last %v: want SET NX answered nil until its 300 ms bound", len(done), end.Sub(start), first, last)
+	}
+
+	// Another's lock now: the reset leaves it.
+	s.rdb.Set(ctx, lockKey, "someone-else", 0)
+	s.expect(t, s.do(t, "DELETE", "/steps/A", ""), 200, map[string]any{"crashed": true, "left": nil, "forgot": "0"})
+	if got := s.rdb.Get(ctx, lockKey).Val(); got != "someone-else" {
+		t.Fatalf("the reset of a crashed sale touched another's lock: the key holds %q", got)
+	}
+	s.rdb.Del(ctx, lockKey)
+
+	// Its own lock, a string (v3) or a hash (v7): the reset removes it.
+	for _, lock := range []string{"v3", "v7"} {
+		id := "C-" + lock
+		holding(id, lock)
+		s.expect(t, s.do(t, "POST", "/steps/"+id+"/crash", ""), 200, map[string]any{"crashed": true, "left": true})
+		if s.rdb.Exists(ctx, lockKey).Val() != 1 {
+			t.Fatalf("%s: the crashed sale's lock is gone before the reset", lock)
+		}
+		s.expect(t, s.do(t, "POST", "/sale?step="+id+"&lock=v4", ""), 400, map[string]any{"code": "bad_request"}) // its id kept until forgotten
+		s.expect(t, s.do(t, "DELETE", "/steps/"+id, ""), 200, map[string]any{"left": nil, "forgot": "1"})
+		if s.rdb.Exists(ctx, lockKey).Val() != 0 {
+			t.Fatalf("%s: the reset left the crashed sale's lock", lock)
+		}
+	}
+
+	// Where a reset could not remove what a crash leaves, it is refused.
+	s.expect(t, s.do(t, "POST", "/sale?step=D&lock=redlock", ""), 202, map[string]any{"state": "stopped"})
+	s.expect(t, s.do(t, "POST", "/steps/D/crash", ""), 400, map[string]any{"code": "bad_request"})
+	s.expect(t, s.do(t, "DELETE", "/steps/D", ""), 200, map[string]any{"state": "done"})
+	if s.stock(t) != "10" {
+		t.Fatalf("the stock is %s, want 10: nothing sold", s.stock(t))
+	}
+}
+
+// A crashed sale's lock is removed once nobody reads the sale (the page
+// went away), as the bound would: nothing is left behind.
+func TestSteppedCrashAbandoned(t *testing.T) {
+	g := step.New(step.Options{Idle: 300 * time.Millisecond})
+	t.Cleanup(g.Close)
+	s := newStack(t, options{lock: "v6", override: true, steps: g, lessonLease: 10 * time.Second})
+	ctx := context.Background()
+	s.rdb.Set(ctx, api.DefaultStockKey, 10, 0)
+	s.expect(t, s.do(t, "POST", "/sale?step=A&lock=v3", ""), 202, map[string]any{"phase": "acquire"})
+	s.expect(t, s.do(t, "POST", "/steps/A/next", ""), 200, map[string]any{"phase": "stock"})
+	s.expect(t, s.do(t, "POST", "/steps/A/crash", ""), 200, map[string]any{"crashed": true, "left": true})
+	crashed := time.Now()
+	locktest.WaitFor(t, 5*time.Second, "the abandoned crashed sale's lock removed", func() bool {
+		return s.rdb.Exists(ctx, api.DefaultLockKey).Val() == 0
+	})
+	if took := time.Since(crashed); took < 250*time.Millisecond {
+		t.Fatalf("the lock went %s after the crash, before the sale was abandoned (300 ms unread)", took)
 	}
 }

@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	_ "embed"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
@@ -96,4 +98,22 @@ func (h *handlers) store(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, s)
+}
+
+//go:embed forget.lua
+var forgetSrc string
+
+var forgetScript = redis.NewScript(forgetSrc)
+
+// ForgetLock removes the lock a crashed stepped sale left under key (the
+// lab's lessons: Config.Forget), if it still holds owner: a string holding
+// it, or a hash with it as its field. Compare-and-delete in one script:
+// another owner's lock, taken since, is never touched. It answers the
+// script's reply, "1" (deleted) or "0" (gone, or another's).
+func ForgetLock(ctx context.Context, rdb redis.Scripter, key, owner string) (string, error) {
+	n, err := forgetScript.Run(ctx, rdb, []string{key}, owner).Int64()
+	if err != nil {
+		return "", err
+	}
+	return strconv.FormatInt(n, 10), nil
 }

@@ -14,6 +14,12 @@
 // Options.Idle (the page went away), or at Options.Bound, and a cancelled
 // sale sends nothing more to the stock but still releases its lock, so
 // nothing is left behind.
+//
+// A sale may also crash (Sale.Crash): it stops where it stands and sends
+// nothing more, not even its release, as a process dying would. Its lock
+// stays in the store until the lesson is reset, the page goes away, or the
+// bound: then the forget function its server gave (Sale.Crashable) removes
+// the lock if it still holds the sale's owner (Owner), never another's.
 package step
 
 import (
@@ -39,6 +45,12 @@ var (
 	ErrInUse = errors.New("step: a stepped sale with this id is still running")
 	// ErrFull is a sale started while Options.Max stepped sales run.
 	ErrFull = errors.New("step: too many stepped sales at once")
+	// ErrCrashed is a step refused because its sale crashed (Sale.Crash):
+	// nothing more is sent, not even the release. It is ErrCancelled too.
+	ErrCrashed = fmt.Errorf("%w: it crashed, as a process dying would: it sends nothing more, not even its release", ErrCancelled)
+	// ErrNoCrash is a crash asked of a sale whose lock a reset could not
+	// remove (Sale.Crashable was not called for it).
+	ErrNoCrash = errors.New("step: this sale's lock cannot be crashed in a lesson: only a lock that is one key in the stock's Redis (v3-v8), which the lesson's reset can remove")
 	// ErrBadID is an id that is not a plain token.
 	ErrBadID = errors.New("step: the id must be 1-64 letters, digits, '.', '_', ':' or '-'")
 )
@@ -67,7 +79,13 @@ type Options struct {
 	Keep time.Duration
 	// Max is how many stepped sales may run at once. Default 16.
 	Max int
-	Log *slog.Logger
+	// Wait is the longest a stepped sale waits for a lock (WaitBound),
+	// counted in its running time only. Default 5 s: half the lesson's
+	// lease, so that a waiter is seen to give up before a lease could free
+	// the lock (v6's nested acquisition, waiting on its own lock, would
+	// otherwise be served by its own lease running out).
+	Wait time.Duration
+	Log  *slog.Logger
 }
 
 // Defaults of Options.
@@ -76,6 +94,7 @@ const (
 	DefaultIdle  = 30 * time.Second
 	DefaultKeep  = time.Minute
 	DefaultMax   = 16
+	DefaultWait  = 5 * time.Second
 )
 
 // Gate holds one replica's stepped sales, by id.
@@ -99,6 +118,9 @@ func New(opts Options) *Gate {
 	}
 	if opts.Max <= 0 {
 		opts.Max = DefaultMax
+	}
+	if opts.Wait <= 0 {
+		opts.Wait = DefaultWait
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
@@ -133,6 +155,15 @@ type State struct {
 	Cancelled string    `json:"cancelled,omitempty"` // why, when it was
 	// Result is what the sale answered, once done.
 	Result any `json:"result,omitempty"`
+	// Crashed says that the sale crashed (Sale.Crash): it sent nothing
+	// after, not even its release.
+	Crashed bool `json:"crashed,omitempty"`
+	// Left says that a crashed sale's lock may still be in the store: it
+	// is removed at the reset (Cancel), when nobody looks, or at the bound.
+	Left bool `json:"left,omitempty"`
+	// Forgot is what removing a crashed sale's lock answered: "1" (its
+	// key deleted), "0" (gone, or another's: left alone), or an error.
+	Forgot string `json:"forgot,omitempty"`
 }
 
 // Sale is one stepped sale.
@@ -158,6 +189,13 @@ type Sale struct {
 	finished  bool
 	result    any
 	changed   chan struct{} // closed, and replaced, at every change
+	clocks    []*clock      // the waits running on the sale's time (WaitContext)
+
+	owner   string // the value its lock holds once taken (Owner)
+	forget  func(ctx context.Context, owner string) (string, error)
+	crashed bool
+	left    bool   // crashed, its lock maybe still in the store
+	forgot  string // what forget answered
 }
 
 type key struct{}
@@ -179,7 +217,7 @@ func (g *Gate) Start(ctx context.Context, id string, run func(ctx context.Contex
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if old := g.sales[id]; old != nil && !old.isFinished() {
+	if old := g.sales[id]; old != nil && (!old.isFinished() || old.isLeft()) {
 		return nil, ErrInUse
 	}
 	live := 0
@@ -233,14 +271,24 @@ func (g *Gate) Close() {
 }
 
 func (s *Sale) finish(result any) {
-	s.bound.Stop()
-	s.idle.Stop()
 	s.mu.Lock()
 	s.finished, s.result, s.next, s.current = true, result, nil, nil
+	s.left = s.crashed && s.owner != ""
+	left := s.left
 	s.notify()
 	s.mu.Unlock()
 	s.cancel(nil)
-	s.gate.opts.Log.Info("stepped sale finished", "id", s.id, "steps", len(s.done), "cancelled", s.cancelled != nil)
+	s.gate.opts.Log.Info("stepped sale finished", "id", s.id, "steps", len(s.done), "cancelled", s.cancelled != nil, "crashed", s.crashed)
+	if left {
+		return // kept, its timers running, until its lock is forgotten (Cancel)
+	}
+	s.bound.Stop()
+	s.idle.Stop()
+	s.drop()
+}
+
+// drop forgets the sale Options.Keep from now.
+func (s *Sale) drop() {
 	time.AfterFunc(s.gate.opts.Keep, func() {
 		s.gate.mu.Lock()
 		defer s.gate.mu.Unlock()
@@ -254,6 +302,12 @@ func (s *Sale) isFinished() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.finished
+}
+
+func (s *Sale) isLeft() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.left
 }
 
 // notify wakes whoever waits for a change; s.mu held.
@@ -279,6 +333,7 @@ func (s *Sale) State() State {
 	if s.cancelled != nil {
 		st.Cancelled = s.cancelled.Error()
 	}
+	st.Crashed, st.Left, st.Forgot = s.crashed, s.left, s.forgot
 	return st
 }
 
@@ -305,9 +360,15 @@ func (s *Sale) End() {
 // Cancel stops the sale for why: it sends nothing more to the stock and
 // gives up waiting for the lock, but still releases a lock it holds
 // (ErrCancelled refuses every step but the release's). A finished sale is
-// left as it is.
+// left as it is, but for a crashed one's lock: removed (forget) if it still
+// holds the sale's owner.
 func (s *Sale) Cancel(why string) {
 	s.mu.Lock()
+	if s.crashed {
+		s.mu.Unlock()
+		s.clear(why)
+		return
+	}
 	if s.finished || s.cancelled != nil {
 		s.mu.Unlock()
 		return
@@ -318,6 +379,100 @@ func (s *Sale) Cancel(why string) {
 	s.cancel(s.cancelled)
 	s.gate.opts.Log.Info("stepped sale cancelled", "id", s.id, "why", why)
 }
+
+// Owner tells ctx's stepped sale, if any, the value its lock holds once
+// taken (the tutorial's uuid:goroutine-id): what a crash leaves behind in
+// the store, and what the reset compares before it removes it.
+func Owner(ctx context.Context, owner string) {
+	if s := From(ctx); s != nil {
+		s.mu.Lock()
+		s.owner = owner
+		s.mu.Unlock()
+	}
+}
+
+// Crashable lets the sale crash (Crash): forget removes from the store the
+// lock a crashed sale left, if it still holds owner, and answers what it
+// did ("1": removed, "0": gone or another's). The caller gives it only for
+// a lock it can remove so (a key in the stock's Redis).
+func (s *Sale) Crashable(forget func(ctx context.Context, owner string) (string, error)) {
+	s.mu.Lock()
+	s.forget = forget
+	s.mu.Unlock()
+}
+
+// Crash stops the sale where it stands, as a process dying would: it sends
+// nothing more, not even its release (ErrCrashed), so a lock it holds stays
+// in the store, as a real crash leaves it. The replica itself stays up;
+// only this sale dies. The lock is removed when the sale is cancelled
+// afterwards (the lesson's reset), when nobody looks at it for
+// Options.Idle, or at Options.Bound.
+func (s *Sale) Crash() error {
+	s.mu.Lock()
+	switch {
+	case s.forget == nil:
+		s.mu.Unlock()
+		return ErrNoCrash
+	case s.finished || s.cancelled != nil:
+		s.mu.Unlock()
+		return ErrNotStopped
+	}
+	s.crashed, s.cancelled, s.next = true, ErrCrashed, nil
+	s.notify()
+	s.mu.Unlock()
+	s.cancel(ErrCrashed)
+	s.gate.opts.Log.Info("stepped sale crashed", "id", s.id)
+	return nil
+}
+
+// clear removes the lock a crashed sale left, once its run has ended (no
+// command of it can land after), if it still holds the sale's owner; once.
+func (s *Sale) clear(why string) {
+	ctx, cancel := context.WithTimeout(context.Background(), clearTimeout)
+	defer cancel()
+	s.mu.Lock()
+	for !s.finished {
+		changed := s.changed
+		s.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			s.gate.opts.Log.Warn("crashed stepped sale still running: its lock is forgotten later", "id", s.id)
+			return
+		}
+		s.mu.Lock()
+	}
+	if !s.left {
+		s.mu.Unlock()
+		return
+	}
+	forget, owner := s.forget, s.owner
+	s.mu.Unlock()
+	reply, err := forget(ctx, owner)
+	if err != nil {
+		reply = "(error) " + err.Error()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.left { // cleared meanwhile
+		return
+	}
+	s.forgot = reply
+	s.gate.opts.Log.Info("crashed stepped sale's lock forgotten", "id", s.id, "why", why, "reply", reply)
+	if err != nil {
+		s.notify()
+		return // left: the next timer or reset tries again
+	}
+	s.left = false
+	s.notify()
+	s.bound.Stop()
+	s.idle.Stop()
+	s.drop()
+}
+
+// clearTimeout bounds the wait for a crashed sale's run to end and the
+// removal of its lock.
+const clearTimeout = 5 * time.Second
 
 // Settle waits until the sale is stopped at a step or done, at most d (or
 // until ctx ends), and returns its state: what an advance answers, once the
@@ -407,6 +562,12 @@ func Done(ctx context.Context, reply string) {
 // shown, not stopped (see the package's report of what is left).
 func (s *Sale) run(what string, do func() string) error {
 	if goid.Get() != s.goid {
+		s.mu.Lock()
+		crashed := s.crashed
+		s.mu.Unlock()
+		if crashed { // a dead process's goroutines send nothing either
+			return ErrCrashed
+		}
 		start := time.Now()
 		reply := do()
 		s.mu.Lock()
@@ -428,14 +589,23 @@ func (s *Sale) stop(what string) error {
 	defer s.mu.Unlock()
 	s.n++
 	st := &Step{N: s.n, Phase: s.phase, Command: what}
-	for !s.permit && !s.toEnd {
-		if s.cancelled != nil {
-			if s.phase == Release { // a held lock is always released
-				break
-			}
+	paused := false
+	for {
+		// A cancelled sale sends nothing more, even running to its end,
+		// but a held lock is always released: unless it crashed.
+		if s.cancelled != nil && (s.crashed || s.phase != Release) {
 			s.next = nil
 			s.notify()
 			return s.cancelled
+		}
+		if s.permit || s.toEnd || s.cancelled != nil {
+			break
+		}
+		if !paused { // the time stopped here is the learner's, not its waits'
+			paused = true
+			for _, c := range s.clocks {
+				c.pause()
+			}
 		}
 		s.next = st
 		s.notify()
@@ -443,6 +613,11 @@ func (s *Sale) stop(what string) error {
 		s.mu.Unlock()
 		<-changed
 		s.mu.Lock()
+	}
+	if paused {
+		for _, c := range s.clocks {
+			c.run()
+		}
 	}
 	s.permit, s.next = false, nil
 	st.Start = time.Now()

@@ -400,3 +400,47 @@ func TestTimeoutPastTheBoundAndCancelled(t *testing.T) {
 		t.Error("stop of an unstepped sale's Cancelled says it stopped something")
 	}
 }
+
+// TestNestedWaitsOnItselfItsRunningTime: v6's nested acquisition (the
+// tutorial's v7 /sale takes the lock twice) finds the key held by its own
+// sale and waits on itself until its bound, the gate's Wait: counted in
+// the sale's running time, so the time it stood stopped at the gate (the
+// learner's) leaves it the whole bound once let go. It gives up with
+// sale.ErrLockTimeout, sells nothing, and releases its lock.
+func TestNestedWaitsOnItselfItsRunningTime(t *testing.T) {
+	b := newBench(t, 10*time.Second)
+	const bound = 300 * time.Millisecond
+	g := step.New(step.Options{Wait: bound})
+	defer g.Close()
+	m := b.one["v6"]
+	m.Nested = true
+	a := b.start(t, g, "A", m)
+	if st := next(t, a); st.Done[0].Reply != "OK" {
+		t.Fatalf("A's SET NX answered %q, want OK", st.Done[0].Reply)
+	}
+	if st := next(t, a); st.Done[1].Reply != "(nil)" || st.Phase != step.Acquire {
+		t.Fatalf("A's nested SET NX answered %q, want nil: the key is A's own", st.Done[1].Reply)
+	}
+	time.Sleep(2 * bound) // stopped at the gate: the learner's time, not the wait's
+	resumed := time.Now()
+	st, out := finish(t, a)
+	if !errors.Is(out.err, sale.ErrLockTimeout) {
+		t.Fatalf("A's nested acquisition ended with %v, want sale.ErrLockTimeout", out.err)
+	}
+	var after []step.Step
+	for _, d := range st.Done {
+		if d.Phase == step.Acquire && d.Start.After(resumed) {
+			after = append(after, d)
+		}
+	}
+	var asked time.Duration
+	if len(after) > 0 {
+		asked = after[len(after)-1].End.Sub(resumed)
+	}
+	if len(after) < 2 || asked < bound*8/10 {
+		t.Fatalf("once let go A asked %d times, the last %s after: want it to ask for about its bound (%s), the time stopped not counted", len(after), asked, bound)
+	}
+	if n := b.rdb.Exists(context.Background(), b.lockKey).Val(); n != 0 || b.stock(t) != "10" {
+		t.Fatalf("after A gave up: the lock key there %d times, stock %s: want released, 10", n, b.stock(t))
+	}
+}

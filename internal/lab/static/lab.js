@@ -267,7 +267,7 @@ async function showLesson(i) {
     }
   }
   // Its stories in the step-through, one command at a time (steps.js).
-  for (const k of Object.keys(presets).filter((k) => presets[k].lock === v.name)) {
+  for (const k of Object.keys(presets).filter((k) => (presets[k].tabs || [presets[k].lock]).includes(v.name))) {
     buttons.append(el("a", { href: "#/lesson/" + k, className: "preset", text: "Step through it: " + presets[k].title }));
   }
   buttons.append(why, el("span", { id: "lesson-error", role: "alert" }));

@@ -7,9 +7,13 @@
 "use strict";
 
 // The stories. Each step: who ("A", "B"), do ("next": one step, "end": to
-// the end, "wait": until the lock key is gone, the lease run out for real),
-// a caption, and mark: "flaw" or "fix" on the step it takes (the step the
-// eye should land on). Step 0 of each starts both sales, stock 10.
+// the end, "crash": the sale dies where it stands, sending nothing more,
+// not even its release; "wait": until the lock key is gone, the lease run
+// out for real, or, with ms, that long at most), a caption, and mark:
+// "flaw" or "fix" on the step it takes (the step the eye should land on;
+// markAt: the last of that phase, as B's last try for the lock). Step 0 of
+// each starts both sales (solo: A alone), stock 10. tabs: the lessons that
+// link it (default: its lock's).
 const presets = {
   v2: {
     lock: "v2", fence: false, title: "v2: both read 10, both write 9",
@@ -66,6 +70,52 @@ const presets = {
     steps: null,
   },
 };
+// v3's crash and v4's fix, in the same order: A takes the lock and reads,
+// then its sale dies; a lease's time passes; B asks for the lock.
+const crashed = (lock) => [
+  { who: "A", do: "next", caption: lock === "v3" ? "A takes the lock with SET NX and no expiry (the tutorial's SETNX): the key now holds A's id, for good."
+    : "A takes the lock with SET NX and a lease: the key now holds A's id, for 10 s." },
+  { who: "A", do: "next", caption: "A reads the stock: 10." },
+  { who: "A", do: "crash", caption: "A's sale dies here, holding the lock, before its write and before its release. Its replica stays up (a lesson on make up cannot kill one): only A's sale stops, and it sends nothing more, as a dead process would." },
+  { who: "A", do: "wait", ms: 10000, caption: lock === "v3" ? "Let a lesson's lease, 10 s, go by. Watch the lock between the lanes: it has no expiry, and nobody is left to delete it."
+    : "Wait: A is gone, but its lock has a lease. Watch it run out between the lanes: nothing renews it, nothing needs to delete it." },
+  lock === "v3"
+    ? { who: "B", do: "next", mark: "flaw", caption: "B asks for the lock: SET NX answers nil. The key still holds A's id, 10 s after A died." }
+    : { who: "B", do: "next", mark: "fix", caption: "B asks for the lock: A's lease has run out, so SET NX answers OK. B holds the lock." },
+  lock === "v3"
+    ? { who: "B", do: "end", mark: "flaw", markAt: "acquire", caption: "B asks again every 20 ms, until its deadline (5 s in a lesson): it gives up and sells nothing. Every later sale would wait the same way." }
+    : { who: "B", do: "end", caption: "B reads 10, writes 9 and releases: the unit is sold." },
+];
+presets.v3 = {
+  lock: "v3", fence: false, title: "v3: A crashes holding the lock, B waits in vain",
+  intro: "v3 takes the lock with SETNX, with no expiry, and releases it with DEL. Here A's sale dies while it holds the lock, as a process that crashes would.",
+  steps: crashed("v3"),
+};
+presets["v3-fix"] = {
+  lock: "v4", fence: false, tabs: ["v3", "v4"], title: "v4 in v3's order: A's lease runs out, B sells",
+  intro: "v3's story again, against v4: its SET NX gives the lock a lease (the lesson's, 10 s), so a crashed holder's lock runs out by itself.",
+  steps: crashed("v4"),
+};
+// v6's nested acquisition and v7's fix: one sale, A, takes the lock twice,
+// as the tutorial's v7 /sale does.
+presets["v6-nested"] = {
+  lock: "v6", fence: false, nested: true, solo: true, tabs: ["v6"], title: "v6 nested: A waits on its own lock",
+  intro: "The tutorial's v7 /sale takes the lock twice, nested (a locked function calling another that locks). One buyer, A, against v6: its SET NX cannot tell A's second call from another buyer's.",
+  steps: [
+    { who: "A", do: "next", caption: "A takes the lock: the key now holds A's id, for 10 s." },
+    { who: "A", do: "next", mark: "flaw", caption: "A asks for the lock again, nested, with the same id. SET NX answers nil: the key is taken, by A itself." },
+    { who: "A", do: "end", caption: "A keeps asking every 20 ms, waiting on itself, until its deadline (5 s in a lesson). It gives up, sells nothing, and releases its lock." },
+  ],
+};
+presets.v7 = {
+  lock: "v7", fence: false, nested: true, solo: true, tabs: ["v6", "v7"], title: "v7 nested: the lock counts A's second hold",
+  intro: "v6's nested story against v7: the lock is a hash whose field is the owner's id and whose value counts its holds.",
+  steps: [
+    { who: "A", do: "next", caption: "A takes the lock: v7's script makes the key a hash, field A's id, count 1." },
+    { who: "A", do: "next", mark: "fix", caption: "A asks again, nested: the script finds A's own field and counts 2. A holds the lock twice; nobody waits." },
+    { who: "A", do: "end", caption: "A reads 10, writes 9, and releases twice: the count goes to 1, then to 0, and the key is deleted." },
+  ],
+};
 presets.v6.steps = presets.v4.steps.map((s, i) => i === 8
   ? { who: "A", do: "end", caption: "A releases with the script: the key holds B's id, not A's, so it deletes nothing and answers 0. B's lock survives.", mark: "fix" }
   : i === 9 ? { who: "B", do: "end", caption: "B writes 9 and releases its own lock. The release is fixed; the write A made after its lease ran out is not." } : s);
@@ -80,7 +130,7 @@ presets["v6-fence"].steps = presets.v4.steps.map((s, i) => ({
 }[i] || s));
 
 const lanes = ["A", "B"];
-const steps = { preset: null, at: 0, sales: {}, store: null, storeAt: 0, busy: false, timer: 0, marks: {} };
+const steps = { preset: null, at: 0, sales: {}, store: null, storeAt: 0, busy: false, timer: 0, marks: {}, waitFrom: 0 };
 
 // initSteps builds the panel's controls, once the lab's config is known.
 function initSteps() {
@@ -124,6 +174,9 @@ async function choosePreset(name) {
   drawSteps();
 }
 
+// salesOf are the lanes a story plays (A alone, or A and B).
+function salesOf(p) { return p && p.solo ? ["A"] : lanes; }
+
 function stepError(err) { $("#steps-error").textContent = err.message || String(err); }
 
 function replicaOf(w) {
@@ -131,14 +184,14 @@ function replicaOf(w) {
   return w === "A" ? r[0] : r[1] || r[0];
 }
 
-// startSales starts A and B, each stopped before its first step, the stock
-// set to 10 first.
-async function startSales(lock, fence) {
+// startSales starts A and B (or the story's sales), each stopped before its
+// first step, the stock set to 10 first.
+async function startSales(lock, fence, p) {
   $("#steps-error").textContent = "";
   await resetSales(true);
   const run = Math.random().toString(36).slice(2, 10);
-  for (const w of lanes) {
-    const body = { id: "lesson-" + run + "-" + w, lock, fence };
+  for (const w of salesOf(p)) {
+    const body = { id: "lesson-" + run + "-" + w, lock, fence, nested: Boolean(p && p.nested) };
     if (w === "A") body.stock = 10;
     const s = await api("POST", "/lab/api/lesson/" + encodeURIComponent(replicaOf(w)) + "/sale", body);
     steps.sales[w] = { id: body.id, replica: replicaOf(w), lock, fence, s };
@@ -157,9 +210,11 @@ async function resetSales(keep) {
   drawSteps();
 }
 
+// cancelSale cancels sale w; a crashed one's lock, left in Redis, is
+// removed by its replica then (if still its own).
 async function cancelSale(w, leaving) {
   const s = steps.sales[w];
-  if (!s || s.s.state === "done") return;
+  if (!s || (s.s.state === "done" && !s.s.left)) return;
   const path = "/lab/api/lesson/" + encodeURIComponent(s.replica) + "/steps/" + encodeURIComponent(s.id);
   if (leaving) { fetch(path, { method: "DELETE", keepalive: true }); return; }
   s.s = await api("DELETE", path);
@@ -170,6 +225,7 @@ async function act(w, what) {
   const s = steps.sales[w];
   if (!s) return;
   steps.busy = true;
+  s.acts = (s.acts || 0) + 1; // a read sent by tick before this is stale
   drawSteps();
   try {
     const path = "/lab/api/lesson/" + encodeURIComponent(s.replica) + "/steps/" + encodeURIComponent(s.id) + "/" + what;
@@ -189,7 +245,7 @@ async function presetNext() {
   const p = presets[steps.preset];
   if (!p) return;
   if (!steps.sales.A) {
-    await startSales(p.lock, p.fence);
+    await startSales(p.lock, p.fence, p);
     steps.at = 0;
     drawSteps();
     return;
@@ -197,7 +253,7 @@ async function presetNext() {
   const st = p.steps[steps.at];
   if (!st) return;
   if (st.do === "wait") {
-    if (storeLock()) return; // the button is disabled until then
+    if (waiting(st)) return; // the button is disabled until then
   } else {
     const before = steps.sales[st.who].s.done.length;
     await act(st.who, st.do);
@@ -211,14 +267,26 @@ async function presetNext() {
     if (st.mark) steps.marks[st.who + ":" + markedStep(st, before)] = st.mark;
   }
   steps.at++;
+  steps.waitFrom = Date.now();
   drawSteps();
+}
+
+// waiting says that a wait step is not over: the lock key is still there,
+// and, with ms, less than that has passed since the step came up.
+function waiting(st) {
+  return Boolean(st && st.do === "wait" && storeLock() && !(st.ms && Date.now() - steps.waitFrom >= st.ms));
 }
 
 // markedStep is the step a marked preset step points at: the one it took,
 // or, for a run to the end, its release's answer (the release is the
-// lesson there: its last command, after an EVALSHA answered NOSCRIPT).
+// lesson there: its last command, after an EVALSHA answered NOSCRIPT), or
+// the last step of phase markAt.
 function markedStep(st, before) {
   const d = steps.sales[st.who].s.done;
+  if (st.markAt) {
+    const i = d.findLastIndex((x, i) => i >= before && x.phase === st.markAt);
+    if (i >= 0) return d[i].n;
+  }
   if (st.do === "end") {
     const rel = d.findLastIndex((x, i) => i >= before && x.phase === "release");
     if (rel >= 0) return d[rel].n;
@@ -229,14 +297,19 @@ function markedStep(st, before) {
 // tick reads the sales and the store while a lesson is open: the lease
 // runs out in real time, v8's watchdog renews in the background, and a
 // sale nobody reads for 30 s is cancelled by its replica (the page left).
+// A crashed sale whose lock is left is read too: its replica removes the
+// lock once nobody reads it (the page gone).
 function tick() {
   clearTimeout(steps.timer);
-  const live = lanes.some((w) => steps.sales[w] && steps.sales[w].s.state !== "done");
+  const live = lanes.some((w) => steps.sales[w] && (steps.sales[w].s.state !== "done" || steps.sales[w].s.left));
   if (!steps.sales.A) return;
   Promise.all([readStore(), ...lanes.map(async (w) => {
     const s = steps.sales[w];
-    if (!s || s.s.state === "done" || steps.busy) return;
-    s.s = await api("GET", "/lab/api/lesson/" + encodeURIComponent(s.replica) + "/steps/" + encodeURIComponent(s.id));
+    if (!s || (s.s.state === "done" && !s.s.left) || steps.busy) return;
+    const acts = s.acts;
+    const st = await api("GET", "/lab/api/lesson/" + encodeURIComponent(s.replica) + "/steps/" + encodeURIComponent(s.id));
+    // A step taken meanwhile answered a newer state: this read is older.
+    if (s.acts === acts && !steps.busy) s.s = st;
   })]).catch(stepError).finally(() => {
     drawSteps();
     if (live) steps.timer = setTimeout(tick, 300);
@@ -244,7 +317,11 @@ function tick() {
 }
 
 async function readStore() {
-  steps.store = await api("GET", "/lab/api/lesson/store");
+  const n = steps.storeReads = (steps.storeReads || 0) + 1;
+  const st = await api("GET", "/lab/api/lesson/store");
+  if (n < (steps.storeShown || 0)) return; // a later read already answered
+  steps.storeShown = n;
+  steps.store = st;
   steps.storeAt = performance.now();
 }
 
@@ -264,12 +341,33 @@ function ownerOf(owner) {
 // judge reads what happened from the replies: each finding a plain
 // sentence, bad or not.
 function judge() {
-  const A = steps.sales.A && steps.sales.A.s, B = steps.sales.B && steps.sales.B.s;
-  if (!A || !B || A.state !== "done" || B.state !== "done") return null;
+  const played = lanes.filter((w) => steps.sales[w]);
+  if (!played.length || played.some((w) => steps.sales[w].s.state !== "done")) return null;
   const out = [];
-  const ra = (A.result || {}).reply || {}, rb = (B.result || {}).reply || {};
-  if (ra.sold && rb.sold && ra.remaining === rb.remaining) out.push({ bad: true, text: "One unit sold twice: both sales sold, and both left " + ra.remaining + " in stock." });
-  for (const [x, y, X, Y] of [[A, B, "A", "B"], [B, A, "B", "A"]]) {
+  const A = steps.sales.A.s, B = steps.sales.B && steps.sales.B.s;
+  const ra = (A.result || {}).reply || {}, rb = B ? (B.result || {}).reply || {} : {};
+  if (B && ra.sold && rb.sold && ra.remaining === rb.remaining) out.push({ bad: true, text: "One unit sold twice: both sales sold, and both left " + ra.remaining + " in stock." });
+  // A crashed holder: what became of the other sale, and of its lock.
+  for (const [x, y, X, Y] of B ? [[A, B, "A", "B"], [B, A, "B", "A"]] : []) {
+    if (!x.crashed || !x.done.some(granted)) continue;
+    const ry = (y.result || {}).reply || {};
+    if (ry.code === "lock_timeout") out.push({ bad: true, text: Y + " sold nothing: it asked for the lock " + y.done.filter((d) => d.phase === "acquire").length + " times and gave up at its deadline, while " + X + ", crashed, still held it." });
+    if (ry.sold) out.push({ bad: false, text: Y + " took the lock once " + X + "'s lease had run out, and sold: " + X + "'s crash held " + Y + " up only until then." });
+    const lock = storeLock();
+    if (lock && ownerOf(lock.owner) === X) out.push({ bad: true, text: X + "'s lock is still in Redis" + (lock.pttl_ms < 0 ? ", with no expiry: nobody is left to delete it, and every later sale would wait the same way." : ".") });
+  }
+  // A nested acquisition: waited on its own lock, or counted.
+  for (const [x, X] of B ? [[A, "A"], [B, "B"]] : [[A, "A"]]) {
+    const acq = x.done.filter((d) => d.phase === "acquire"), first = acq.findIndex(granted);
+    const r = (x.result || {}).reply || {};
+    if (first >= 0 && r.code === "lock_timeout" && !x.crashed) {
+      out.push({ bad: true, text: X + " waited on its own lock: its nested acquisition found the key held by " + X + " itself, asked " + (acq.length - first - 1) + " times and gave up at its deadline. Nothing sold." });
+    }
+    if (acq.filter(granted).length >= 2 && r.sold) {
+      out.push({ bad: false, text: X + " took its own lock a second time, the lock counting it, and sold: the nested acquisition did not wait on itself." });
+    }
+  }
+  for (const [x, y, X, Y] of B ? [[A, B, "A", "B"], [B, A, "B", "A"]] : []) {
     const got = y.done.filter((d) => d.phase === "acquire").pop();
     // A release's last command is its answer (an EVALSHA answered NOSCRIPT
     // is sent again as EVAL; v5's DEL follows its GET).
@@ -278,14 +376,29 @@ function judge() {
     const rels = x.done.filter((d) => d.phase === "release"), rel = rels[rels.length - 1];
     const yRel = y.done.find((d) => d.phase === "release");
     if (!got || !rel || !(got.end < rel.start) || (yRel && yRel.start < rel.start)) continue;
+    // Only a lock the other took after this one's: a crashed holder's
+    // lease ran out before the other took the lock and released its own.
+    const mine = x.done.find(granted);
+    if (y.crashed || !mine || !(new Date(mine.end) < new Date(got.end))) continue;
     if (rel.reply === "1") out.push({ bad: true, text: Y + "'s lock deleted by " + X + ": " + X + "'s release removed the key while " + Y + " still held it." });
     if (rel.reply === "0") out.push({ bad: false, text: X + "'s release answered 0: " + Y + "'s lock survived." });
   }
   for (const [r, X] of [[ra, "A"], [rb, "B"]]) {
     if (r.code === "fenced") out.push({ bad: false, text: X + "'s write was refused by the stock: a newer holder had touched it. Nothing was sold twice." });
   }
-  if (!out.length) out.push({ bad: false, text: "Each unit sold once: the lock kept the two sales apart." });
+  if (!out.length) out.push({ bad: false, text: B ? "Each unit sold once: the lock kept the two sales apart." : "Sold once." });
   return out;
+}
+
+// granted says that a lock command's reply granted it: OK (SET NX), 1
+// (SETNX, a script), or a fencing token.
+function granted(d) { return d.phase === "acquire" && (d.reply === "OK" || /^[1-9][0-9]*$/.test(d.reply)); }
+
+// waited is the time from the first of these steps to the end of the last,
+// in seconds.
+function waited(ds) {
+  if (!ds.length) return "0";
+  return ((new Date(ds[ds.length - 1].end) - new Date(ds[0].start)) / 1000).toFixed(1);
 }
 
 function drawSteps() {
@@ -301,11 +414,12 @@ function drawSteps() {
   const next = $("#preset-next");
   next.hidden = !p;
   if (p) {
-    const waiting = st && st.do === "wait" && storeLock();
-    next.disabled = steps.busy || (Boolean(steps.sales.A) && !st) || Boolean(waiting);
-    next.textContent = !steps.sales.A ? "Start: stock 10, A and B stopped before their first step"
-      : !st ? "The end" : st.do === "wait" ? (waiting ? "Waiting for the lease to run out..." : "Next: the lease has run out")
-      : "Next: " + st.who + (st.do === "end" ? " to the end" : "'s next step");
+    const wait = waiting(st);
+    next.disabled = steps.busy || (Boolean(steps.sales.A) && !st) || wait;
+    next.textContent = !steps.sales.A ? (p.solo ? "Start: stock 10, A stopped before its first step" : "Start: stock 10, A and B stopped before their first step")
+      : !st ? "The end" : st.do === "wait" ? (wait ? (st.ms ? "Waiting: " + Math.ceil((st.ms - (Date.now() - steps.waitFrom)) / 1000) + " s to go..." : "Waiting for the lease to run out...")
+        : storeLock() ? "Next: " + st.ms / 1000 + " s have passed" : "Next: the lease has run out")
+      : "Next: " + st.who + (st.do === "end" ? " to the end" : st.do === "crash" ? "'s sale crashes" : "'s next step");
     $("#steps-caption").textContent = !steps.sales.A ? p.intro : st ? (steps.at + 1) + " of " + p.steps.length + ". " + st.caption
       : p.steps[p.steps.length - 1].caption;
   } else $("#steps-caption").textContent = "Pick a story above, or a version below and start A and B, then step them by hand.";
@@ -327,9 +441,12 @@ function drawLane(w) {
   lane.dataset.state = s ? s.s.state : "";
   lane.querySelector(".who").textContent = s ? "on " + s.replica + " · " + s.lock + (s.fence ? " fenced" : "") + " · " + s.s.state : "not started";
   const list = lane.querySelector("ol");
-  const items = s ? s.s.done.map((d) => stepItem(d, steps.marks[w + ":" + d.n])) : [];
+  const items = s ? runs(s.s.done).map((g) => stepItem(g[0], g.map((d) => steps.marks[w + ":" + d.n]).find(Boolean), false, g)) : [];
   if (s && s.s.next) items.push(stepItem(s.s.next, "", true));
-  if (s && s.s.state === "done") {
+  if (s && s.s.state === "done" && s.s.crashed) {
+    items.push(el("li", { className: "result", "data-sold": "false", "data-crashed": "true",
+      text: "crashed: it sent nothing more, not even its release" + (s.s.left ? "; its lock stays in Redis until the reset" : s.s.forgot === "1" ? "; its lock was removed at the reset" : "") }));
+  } else if (s && s.s.state === "done") {
     const r = s.s.result || {}, rep = r.reply || {};
     const said = rep.sold ? "sold, " + rep.remaining + " left" + (rep.warning ? (/not held/.test(rep.warning) ? "; its lock was no longer its own at release" : "; releasing its lock failed") : "")
       : "not sold: " + (words[rep.code] || rep.code || (s.s.cancelled ? "stopped by the reset" : "?"));
@@ -345,9 +462,24 @@ function drawLane(w) {
 const words = { fenced: "the stock refused its write (fenced)", sold_out: "sold out", lock_timeout: "it gave up waiting for the lock",
   client_gone: "stopped by the reset", lease_lost: "it knew its lock was lost" };
 
-function stepItem(d, mark, pending) {
+// runs groups the steps a waiter repeats (the same command, the same reply:
+// B's SET NX answered nil every 20 ms) into one line each.
+function runs(done) {
+  const out = [];
+  for (const d of done) {
+    const last = out[out.length - 1];
+    if (last && last[0].phase === d.phase && last[0].command === d.command && last[0].reply === d.reply) last.push(d);
+    else out.push([d]);
+  }
+  return out;
+}
+
+// stepItem is one line of a lane: step d, or a run of the same (group).
+function stepItem(d, mark, pending, group) {
+  const times = group ? group.length : 1;
   const li = el("li", { className: "step", "data-phase": d.phase || "", "data-mark": mark || "" },
     el("span", { className: "phase", text: d.phase || "" }), el("code", { className: "cmd", text: d.command }));
+  if (times > 1) li.dataset.times = String(times);
   if (pending) {
     li.dataset.next = "true";
     li.append(el("span", { className: "reply", text: "next" }));
@@ -355,6 +487,7 @@ function stepItem(d, mark, pending) {
     li.dataset.retry = "true";
     li.append(el("span", { className: "arrow", text: " -> " }), el("span", { className: "reply", title: d.reply, text: "script not loaded yet: sent again as EVAL" }));
   } else li.append(el("span", { className: "arrow", text: " -> " }), el("code", { className: "reply", text: d.reply }));
+  if (times > 1) li.append(el("span", { className: "times", text: " ×" + times + " in " + waited(group) + " s" }));
   return li;
 }
 
@@ -373,7 +506,10 @@ function drawStore() {
     el("div", { className: "lock", "data-held": String(Boolean(lock)) },
       el("small", { text: "the lock" }),
       el("b", { text: lock ? "held by " + (who || "another sale") : "no lock key in Redis" }),
-      lock ? el("code", { text: lock.owner.slice(0, 13) + "…" + (lock.count ? " ×" + lock.count : "") }) : null,
+      lock ? el("code", { text: lock.owner.slice(0, 13) + "…" }) : null,
+      // A hash lock (v7, v8): its field is the owner, its value the holds.
+      lock && lock.type === "hash" ? el("span", { className: "count", "data-count": lock.count,
+        text: "a hash: field " + (who || "owner") + "'s id, count " + lock.count + (lock.count > 1 ? " (held " + lock.count + " times, nested)" : "") }) : null,
       lock ? el("span", { className: "ttl", text: ttl }) : null, lock && lock.pttl_ms > 0 ? bar : null),
     s.fence ? el("div", { className: "fence" }, el("small", { text: "the stock's newest holder" }),
       el("b", { text: "token " + s.fence.token + " (" + (ownerOf(s.fence.owner) || "another sale") + ")" })) : null,
