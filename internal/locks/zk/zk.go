@@ -202,6 +202,10 @@ func (l *Locker) create(ctx context.Context, id, owner string) (node string, ses
 		// lesson:begin zk
 		node, err := l.s.conn.Create(prefix, []byte(owner), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
 		// lesson:end
+		for errors.Is(err, zk.ErrNoServer) && pause(ctx) { // never sent: try again
+			session, ended = l.s.current()
+			node, err = l.s.conn.Create(prefix, []byte(owner), zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
+		}
 		if errors.Is(err, zk.ErrNoNode) { // the directory is missing
 			if err = l.makeDir(); err == nil {
 				session, ended = l.s.current()
@@ -441,6 +445,9 @@ func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
 	done := make(chan result, 1)
 	go func() {
 		v, err := f()
+		for errors.Is(err, zk.ErrNoServer) && pause(ctx) { // never sent: try again
+			v, err = f()
+		}
 		done <- result{v, err}
 	}()
 	select {
@@ -449,5 +456,24 @@ func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
 	case <-ctx.Done():
 		var zero T
 		return zero, ctx.Err()
+	}
+}
+
+// pause waits a moment before a request go-zookeeper never sent is tried
+// again, and says whether to (false: ctx ended first). go-zookeeper fails
+// every request queued while it has tried each member once without a
+// connection with ErrNoServer, unsent: in a leader's election the others
+// refuse clients for a second or more, so a sale 3 s into its 5 s deadline
+// answered 503 while its session still lived and reconnected (node-down on
+// Compose, zk: "could not connect to a server"). Its deadline, not one pass
+// over the members, bounds the wait.
+func pause(ctx context.Context) bool {
+	t := time.NewTimer(100 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
