@@ -128,12 +128,15 @@ loadtest() {
     locklab/loadtest:offline -url http://nginx/sale "$@"
 }
 
+# redlock polls, unfairly: at 25 at once, as deploy/compose-e2e.sh says why.
 LOAD="-n 1000 -c 50"
-say "load test on the stack's network: v1, v2, v6, redlock ($LOAD)"
-out=$(loadtest $LOAD -lock v1,v2,v6,redlock -json)
+POLL="-n 1000 -c 25"
+say "load test on the stack's network: v1, v2, v6 ($LOAD), redlock ($POLL)"
+out=$(loadtest $LOAD -lock v1,v2,v6 -json)
 expect "$out" v1 zero
 expect "$out" v2 positive
 expect "$out" v6 zero
+out=$(loadtest $POLL -lock redlock -json)
 expect "$out" redlock zero
 
 nginx_task=$(docker ps -q --filter "label=com.docker.swarm.service.name=${PROJECT}_nginx")
@@ -145,12 +148,13 @@ replicas=$(names 80)
 say "80 requests through nginx: $(echo "$replicas" | tr -s ' \n' ' ')"
 [ "$(echo "$replicas" | wc -l)" -eq 4 ] || fail "nginx did not spread requests over four replicas"
 [ "$(docker inspect -f '{{.State.StartedAt}}' "$nginx_task")" = "$nginx_started" ] || fail "nginx was restarted by the scale"
-out=$(loadtest $LOAD -lock v1,v2,v6,redlock -json)
+out=$(loadtest $LOAD -lock v1,v2,v6 -json)
 expect "$out" v1 zero
 expect "$out" v2 positive
 expect "$out" v6 zero
-expect "$out" redlock zero
 [ "$(served "$out" v6)" -eq 4 ] || fail "v6's sales were served by $(served "$out" v6) replicas, want 4: $out"
+out=$(loadtest $POLL -lock redlock -json)
+expect "$out" redlock zero
 [ "$(served "$out" redlock)" -eq 4 ] || fail "redlock's sales were served by $(served "$out" redlock) replicas, want 4"
 say "  four replicas served the sales, every one's history checked"
 
