@@ -10,50 +10,57 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// ahead starts a watch from R at R+1: the waiter's key, put at R, is not told
-// again (a plain watch from R would tell it), and its deletion is told
-// whether it came before the watch began (caught up from history) or after.
-func TestAheadStartsPastTheRevisionRead(t *testing.T) {
+// ahead tells the waiter of the key's deletion, and of nothing before it,
+// in each order of events around the watch's start: the deletion before
+// the watch (told from the key's absence), after it, and after another
+// write that moved etcd on before the watch began (watched again from the
+// key's read). The key's own put, at the revision the waiter read, is never
+// told (a plain watch from that revision would tell it).
+func TestAheadTellsTheDeletionInEveryOrder(t *testing.T) {
 	cli := etcdtest.Start(t, 1).Client()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	w := ahead{cli.Watcher}
-	for _, deleteFirst := range []bool{true, false} {
+	w := ahead{cli.Watcher, cli.KV}
+	for _, order := range []string{"delete, watch", "watch, delete", "other write, watch, delete"} {
 		put, err := cli.Put(ctx, "k", "v")
 		if err != nil {
 			t.Fatal(err)
 		}
 		r := put.Header.Revision
-		if deleteFirst {
-			if _, err := cli.Delete(ctx, "k"); err != nil {
+		del := func() int64 {
+			d, err := cli.Delete(ctx, "k")
+			if err != nil || d.Deleted != 1 {
+				t.Fatalf("%s: delete: %v %+v", order, err, d)
+			}
+			return d.Header.Revision
+		}
+		var deleted int64
+		switch order {
+		case "delete, watch":
+			deleted = del()
+		case "other write, watch, delete":
+			if _, err := cli.Put(ctx, "other", "v"); err != nil {
 				t.Fatal(err)
 			}
 		}
 		wctx, stop := context.WithCancel(ctx)
-		wch := w.Watch(wctx, "k", clientv3.WithRev(r), clientv3.WithCreatedNotify())
-		if !deleteFirst {
-			if wr := <-wch; !wr.Created {
-				t.Fatalf("first response %+v, want the watch's creation", wr)
-			}
-			if _, err := cli.Delete(ctx, "k"); err != nil {
+		wch := w.Watch(wctx, "k", clientv3.WithRev(r))
+		var got *clientv3.Event
+		for wr := range wch {
+			if err := wr.Err(); err != nil {
 				t.Fatal(err)
 			}
-		}
-		got := func() *clientv3.Event {
-			for wr := range wch {
-				if err := wr.Err(); err != nil {
-					t.Fatal(err)
-				}
-				if len(wr.Events) > 0 {
-					return wr.Events[0]
-				}
+			if wr.Created && deleted == 0 {
+				deleted = del() // the watch is live: now the deletion
 			}
-			t.Fatal("the watch ended with no event")
-			return nil
-		}()
+			if len(wr.Events) > 0 {
+				got = wr.Events[0]
+				break
+			}
+		}
 		stop()
-		if got.Type != mvccpb.DELETE || got.Kv.ModRevision != r+1 {
-			t.Fatalf("delete first %v: first event %v at %d, want the deletion at %d (the put at %d not told again)", deleteFirst, got.Type, got.Kv.ModRevision, r+1, r)
+		if got == nil || got.Type != mvccpb.DELETE || string(got.Kv.Key) != "k" || got.Kv.ModRevision < deleted {
+			t.Fatalf("%s: first event %v, want k's deletion (at %d; its put at %d not told)", order, got, deleted, r)
 		}
 	}
 }
