@@ -660,6 +660,29 @@ func Cancelled(ctx context.Context, f func()) (stop func() bool) {
 	return context.AfterFunc(s.ctx, f) // the sale's own: ctx may be detached from it (a holder's)
 }
 
+// Sent is t, or, for ctx's stepped sale, when it let go the last of its
+// own steps begun after t: the moment a command stopped at the gate was
+// truly sent. A lease counted from before the gate (lease.ValidUntil)
+// would count the learner's time stopped there: B, stopped before its
+// acquire while A's lease ran out, would be granted a lease already over.
+func Sent(ctx context.Context, t time.Time) time.Time {
+	s := From(ctx)
+	if s == nil {
+		return t
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.done) - 1; i >= 0; i-- {
+		if d := s.done[i]; d.Phase != Background {
+			if d.Start.After(t) {
+				return d.Start
+			}
+			break
+		}
+	}
+	return t
+}
+
 // Done records the outcome of the step Stop let go.
 func Done(ctx context.Context, reply string) {
 	if s := From(ctx); s != nil {

@@ -597,3 +597,20 @@ func TestPausedReleasedWhenLeft(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseCountsFromTheLetGo: v8's B, stopped before its acquire for
+// longer than a lease (as in the paused-holder story, while A's lease runs
+// out), is granted a whole lease once let go: its validity counts from the
+// command's sending (step.Sent), not from its arrival at the gate, and it
+// sells instead of believing its fresh lease lost.
+func TestLeaseCountsFromTheLetGo(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	b := newBench(t, ttl)
+	g := step.New(step.Options{})
+	defer g.Close()
+	bb := b.start(t, g, "B", b.one["v8"])
+	time.Sleep(2 * ttl) // the learner's time at the gate, longer than a lease: what this checks
+	if _, o := finish(t, bb); o.err != nil || o.res.Remaining != 9 {
+		t.Fatalf("B: %+v %v, want sold: its lease counted from its acquire's sending", o.res, o.err)
+	}
+}

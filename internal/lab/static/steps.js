@@ -397,7 +397,9 @@ function judge() {
     if (first >= 0 && r.code === "lock_timeout" && !x.crashed) {
       out.push({ bad: true, text: X + " waited on its own lock: its nested acquisition found the key held by " + X + " itself, asked " + (acq.length - first - 1) + " times and gave up at its deadline. Nothing sold." });
     }
-    if (acq.filter(granted).length >= 2 && r.sold) {
+    // v8 nests as v7 does: said in v7's story, not in a paused holder's.
+    const pausedHolder = x.done.some((d) => d.phase === "background" && d.reply === "0");
+    if (acq.filter(granted).length >= 2 && r.sold && !pausedHolder) {
       out.push({ bad: false, text: X + " took its own lock a second time, the lock counting it, and sold: the nested acquisition did not wait on itself." });
     }
   }
