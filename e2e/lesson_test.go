@@ -301,6 +301,9 @@ func stepPaused(p stepPage, rdb *redis.Client, fence bool) {
 	paused := time.Now()
 	sent := renewals("1")
 	waitFor(t, p.ctx, story+": A paused, its watchdog's renewal held", `document.querySelector("#lane-A").dataset.paused === "true" && document.querySelector("#lane-A li[data-held=true]") !== null`)
+	if !fence {
+		p.shots("v8-paused") // the frame that tells: A frozen, its renewal unsent, the lease running out
+	}
 	p.click(8) // offered once the lock key is gone: the lease ran out
 	if n := rdb.Exists(bg, lockKey).Val(); n != 0 || renewals("1") != sent {
 		t.Fatalf("%s: the wait for the lease ended with the lock key there %d times, %d renewals sent while paused", story, n, renewals("1")-sent)

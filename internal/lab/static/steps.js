@@ -136,18 +136,18 @@ presets["v6-fence"].steps = presets.v4.steps.map((s, i) => ({
 const paused = (fence) => [
   { who: "A", do: "next", caption: "A takes the lock: v8's script makes the key a hash holding A's id, for 10 s, and A's watchdog starts renewing it every 3.3 s." },
   { who: "A", do: "next", caption: "A takes it again, nested, as the tutorial's /sale does: the count goes to 2." },
-  { who: "A", do: "next", caption: fence ? "A reads the stock through the fenced script: 10. The stock notes token 1 as its newest holder." : "A reads the stock: 10." },
+  { who: "A", do: "next", caption: fence ? "A reads the stock through the fenced script: 10. The stock notes A's token as its newest holder." : "A reads the stock: 10." },
   { who: "A", do: "next", caption: "A checks: 10 is more than 0." },
   { who: "A", do: "next", caption: "A does its business work, then checks that its lease is still valid: it is. A is stopped before its write." },
   { who: "A", do: "wait", ms: 4000, caption: "A is stopped, but its watchdog is not: watch the lock's time between the lanes jump back up to 10 s at each renewal." },
   { who: "A", do: "pause", caption: "A's whole process freezes now, as a long GC pause or a SIGSTOP would: its watchdog runs inside it, so it freezes too. Its next renewal waits, unsent." },
   { who: "A", do: "wait", caption: "Nothing renews the lease any more. Watch it run out between the lanes, in real time." },
-  { who: "B", do: "next", mark: fence ? "" : "flaw", caption: fence ? "The lock is free, so B takes it, with token 2." : "The lock is free, so B takes it: the key now holds B's id, while A, frozen, still believes it holds the lock." },
+  { who: "B", do: "next", mark: fence ? "" : "flaw", caption: fence ? "The lock is free, so B takes it, with a higher token than A's." : "The lock is free, so B takes it: the key now holds B's id, while A, frozen, still believes it holds the lock." },
   { who: "B", do: "next", caption: "B takes it again, nested: the count goes to 2." },
-  { who: "B", do: "next", caption: fence ? "B reads the stock: 10. The stock now knows token 2." : "B reads the stock: still 10, since A has not written." },
+  { who: "B", do: "next", caption: fence ? "B reads the stock: 10. The stock now knows B's token, newer than A's." : "B reads the stock: still 10, since A has not written." },
   { who: "A", do: "resume", caption: "A wakes up. The renewal its watchdog held since the freeze goes out now and finds B's lock: it answers 0, too late to stop the write A is about to make." },
   fence
-    ? { who: "A", do: "next", mark: "fix", caption: "A tries to write 9 with token 1. The stock has seen token 2: it refuses the write." }
+    ? { who: "A", do: "next", mark: "fix", caption: "A tries to write 9 with its old token. The stock has seen B's newer one: it refuses the write." }
     : { who: "A", do: "next", mark: "flaw", caption: "A writes 9. It checked its lease before the freeze and does not check again: the write lands while B holds the lock." },
   { who: "A", do: "end", caption: "A releases: the script finds no hold of A's in the key and deletes nothing." },
   { who: "B", do: "end", caption: fence ? "B checks, writes 9 and releases its lock: the unit is sold once." : "B checks its 10, writes 9 and releases: a second unit sold, but the stock went down by one." },
@@ -398,7 +398,7 @@ function judge() {
       out.push({ bad: true, text: X + " waited on its own lock: its nested acquisition found the key held by " + X + " itself, asked " + (acq.length - first - 1) + " times and gave up at its deadline. Nothing sold." });
     }
     // v8 nests as v7 does: said in v7's story, not in a paused holder's.
-    const pausedHolder = x.done.some((d) => d.phase === "background" && d.reply === "0");
+    const pausedHolder = [A, B].some((y) => y && y.done.some((d) => d.phase === "background" && d.reply === "0"));
     if (acq.filter(granted).length >= 2 && r.sold && !pausedHolder) {
       out.push({ bad: false, text: X + " took its own lock a second time, the lock counting it, and sold: the nested acquisition did not wait on itself." });
     }
