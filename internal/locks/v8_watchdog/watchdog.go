@@ -120,9 +120,10 @@ func (l *Locker) Granted(ctx context.Context, owner string, token int64) (lease.
 func (l *Locker) Leave(ctx context.Context, owner string) error { return l.inner.Leave(ctx, owner) }
 
 // watched returns inner, a hold of owner's whose acquiring command was sent
-// at sent (step.Sent: a stepped sale's command is sent when the learner
-// lets it go, not when it reached the gate), with the watchdog renewing it. A nested hold renewed the lease
-// too (v7's acquire sets it again), so it moves the deadline on.
+// at sent, with the watchdog renewing it. A nested hold renewed the lease
+// too (v7's acquire sets it again), so it moves the deadline on. (A stepped
+// sale's command is sent when the learner lets it go, not when it reached
+// the gate: step.Sent.)
 func (l *Locker) watched(ctx context.Context, owner string, inner lease.Lease, sent time.Time) lease.Lease {
 	until := lease.ValidUntil(sent, l.inner.TTL())
 	l.mu.Lock()
