@@ -193,6 +193,8 @@ func New(cfg Config) http.Handler {
 	r.With(others, h.admin).Post("/steps/{id}/next", h.stepNext)
 	r.With(others, h.admin).Post("/steps/{id}/end", h.stepEnd)
 	r.With(others, h.admin).Post("/steps/{id}/crash", h.stepCrash)
+	r.With(others, h.admin).Post("/steps/{id}/pause", h.stepPause)
+	r.With(others, h.admin).Post("/steps/{id}/resume", h.stepResume)
 	r.With(others, h.admin).Delete("/steps/{id}", h.stepCancel)
 	r.With(others, h.admin).Get("/store", h.store)
 	r.Get("/healthz", h.healthz) // no I/O: answered from memory
