@@ -83,7 +83,7 @@ func (l *Lab) scenarios(w http.ResponseWriter, _ *http.Request) {
 	l.cells.mu.Unlock()
 	why := l.faultless()
 	writeJSON(w, http.StatusOK, map[string]any{"scenarios": rows, "locks": versions.Names(), "results": results,
-		"available": why == "", "why": why, "why_no_hooks": whyNoHooks, "command": labCommand})
+		"available": why == "", "why": why, "why_no_hooks": whyNoHooks, "why_no_cluster": whyNoCluster, "command": labCommand})
 }
 
 // The lab's words for why no cell can run here, and the command that
