@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/locklab/locklab/internal/scenario"
 )
 
 // The page's catalogues (static/i18n): every key in every language, the same
@@ -119,6 +121,23 @@ func TestCatalogueHasEveryKeyThePageUses(t *testing.T) {
 	for _, k := range slices.Sorted(maps.Keys(used)) {
 		if _, ok := en[k]; !ok {
 			t.Errorf("%s uses %q, which no catalogue has", used[k], k)
+		}
+	}
+}
+
+// The server's words the page says in the reader's language: each outcome
+// the lab names (outcomeCodes) and each scenario's requirement have their
+// keys.
+func TestCatalogueHasEveryOutcomeAndRequirement(t *testing.T) {
+	en := catalogues(t)["en"]
+	for text, code := range outcomeCodes {
+		if en["outcome."+code] != text {
+			t.Errorf("outcome.%s is %q in en.json, the scenarios say %q", code, en["outcome."+code], text)
+		}
+	}
+	for _, s := range scenario.All {
+		if s.Requirement != "" && en["requirement."+s.Name] != s.Requirement {
+			t.Errorf("requirement.%s is %q in en.json, the scenario says %q", s.Name, en["requirement."+s.Name], s.Requirement)
 		}
 	}
 }

@@ -79,6 +79,23 @@ function translatePage() {
   }
 }
 
+// said is a server's words (English) in the page's language: the
+// catalogue's key when it has one, else as the server wrote them. English
+// shows the server's own words, so the two never drift apart there.
+function said(key, text) {
+  return i18n.lang === "en" || !has(key) ? text : t(key);
+}
+
+// outcomeText is a cell's outcome, expected or observed, in the page's
+// language: the lab names each outcome the scenarios say (outcomes: text
+// to code).
+function outcomeText(text) {
+  const code = state.matrix && state.matrix.outcomes && state.matrix.outcomes[text];
+  if (code) return said("outcome." + code, text);
+  if (i18n.lang !== "en" && text && text.startsWith("not tested: ")) return t("outcome.notTested", { why: serverText(text.slice(12)) });
+  return text;
+}
+
 // vText is a version's guard, fixes, flaw or not_copied in the page's
 // language: the version catalogue's own words (versions.json's zh).
 function vText(v, field) {
@@ -248,7 +265,7 @@ async function loadMatrix() {
       const b = el("button", { type: "button", text: t("faults.run"), disabled: !m.available });
       b.dataset.scenario = s.name; b.dataset.lock = l;
       b.addEventListener("click", () => runCell(s.name, l));
-      return el("td", { "data-cell": s.name + "/" + l }, el("span", { className: "expect", text: s.expect[l] }), el("span", { className: "observed" }), b);
+      return el("td", { "data-cell": s.name + "/" + l }, el("span", { className: "expect", text: outcomeText(s.expect[l]) }), el("span", { className: "observed" }), b);
     }))));
   if (cellsBlocked()) $("#matrix-details").open = false; // what each version is expected to do, still there to read
   buildChoose();
@@ -261,7 +278,7 @@ async function loadMatrix() {
 function chooseColumns() {
   return [
     [t("choose.exclusive"), (v) => (v.safe ? t("choose.yesChecker") : t("choose.no"))],
-    ...state.matrix.scenarios.filter((s) => s.requirement).map((s) => [s.requirement, s.name]),
+    ...state.matrix.scenarios.filter((s) => s.requirement).map((s) => [said("requirement." + s.name, s.requirement), s.name]),
     [t("choose.fencing"), (v) => (v.no_token ? t("choose.noToken") : v.library ? t("choose.oursBeside") : t("choose.yes"))],
     [t("choose.waiting"), (v) => (v.wait ? t("choose.waitFlag") : v.waits || "-")],
   ];
@@ -287,7 +304,7 @@ function buildChoose() {
       if (typeof from === "function") return el("td", { text: from(v) });
       const want = (expect[from] || {})[v.name];
       if (!want) return el("td", { className: "absent", text: "-", title: t("choose.noCell", { scenario: from, name: v.name }) });
-      return el("td", { "data-cell": from + "/" + v.name, title: from }, el("span", { className: "expect", text: want }), el("span", { className: "observed" }));
+      return el("td", { "data-cell": from + "/" + v.name, title: from }, el("span", { className: "expect", text: outcomeText(want) }), el("span", { className: "observed" }));
     }))));
   $("#side-by-side").onclick = () => lessonRun(chooseRows().map((v) => v.name), "handoff");
 }
@@ -655,8 +672,8 @@ function cellOutcome(c) {
 function cellVerdict(c) {
   const outcome = cellOutcome(c);
   const sentence = c.status === "failed" ? serverText(c.why) || t("cells.didNotFinishLong")
-    : c.ok ? t("cells.ok", c)
-      : t("cells.notOk", c);
+    : c.ok ? t("cells.ok", { scenario: c.scenario, lock: c.lock, observed: outcomeText(c.observed) })
+      : t("cells.notOk", { scenario: c.scenario, lock: c.lock, observed: outcomeText(c.observed), expected: outcomeText(c.expected) });
   const rec = [c.detail, c.evidence, c.error].filter(Boolean).join("\n\n");
   return el("div", { className: "verdict", "data-word": c.status === "failed" ? "not tested" : c.ok ? "ok" : "violated", "data-cell": c.scenario + "/" + c.lock },
     el("span", { className: "word", text: outcome }), ...withCommand(sentence), rec ? record(t("cells.recorded"), rec) : null);
@@ -934,13 +951,13 @@ function drawMatrix() {
   for (const td of document.querySelectorAll("#choose td[data-cell]")) {
     const c = state.cells[td.dataset.cell];
     const obs = td.querySelector(".observed");
-    obs.textContent = c && c.status === "done" ? (c.ok ? t("choose.seenOk") : t("choose.seenBad", { observed: c.observed })) : "";
+    obs.textContent = c && c.status === "done" ? (c.ok ? t("choose.seenOk") : t("choose.seenBad", { observed: outcomeText(c.observed) })) : "";
     obs.dataset.ok = c && c.status === "done" ? String(c.ok) : "";
   }
   for (const td of document.querySelectorAll("#matrix td[data-cell]")) {
     const c = state.cells[td.dataset.cell];
     const obs = td.querySelector(".observed");
-    obs.textContent = c ? (c.status === "done" ? (c.ok ? "✓ " : "✗ ") + c.observed : cellOutcome(c) + (c.status === "running" ? "..." : "")) : "";
+    obs.textContent = c ? (c.status === "done" ? (c.ok ? "✓ " : "✗ ") + outcomeText(c.observed) : cellOutcome(c) + (c.status === "running" ? "..." : "")) : "";
     obs.dataset.ok = c && c.status === "done" ? String(c.ok) : "";
     obs.title = c ? (c.status === "failed" ? serverText(c.why) : c.detail) || "" : "";
     const b = td.querySelector("button");
