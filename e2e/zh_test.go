@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -101,10 +102,25 @@ func checkChinese(t *testing.T, base, runID string) {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, "简体中文 remembered across a reload", zh+` && document.querySelector("#lessons-title").textContent.startsWith("课程") && document.querySelector('#lang button[data-lang="zh"]').getAttribute("aria-pressed") === "true"`)
+	// The switch loads the page again: wait for the new page (the old one's
+	// mark gone) before asking it anything, the old one's context gone with it.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__beforeSwitch = true`)); err != nil {
+		t.Fatal(err)
+	}
 	if err := chromedp.Do(ctx, chromedp.Click(`#lang button[data-lang="en"]`, chromedp.NodeVisible)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, ctx, "English from the switch", `document.documentElement.lang === "en" && document.querySelector("#lessons-title").textContent.startsWith("Lessons")`)
+	for deadline := time.Now().Add(time.Minute); ; {
+		reloaded, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.__beforeSwitch === undefined && document.readyState === "complete"`))
+		if err == nil && reloaded {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the switch to English did not load the page again: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond) // polling the page's state, as waitFor does
+	}
+	waitFor(t, ctx, "English from the switch", `document.documentElement.lang === "en" && location.search === "?lang=en" && document.querySelector("#lessons-title").textContent.startsWith("Lessons")`)
 	if err := chromedp.Do(ctx, chromedp.Navigate(base+"lab/lessons/v4")); err != nil {
 		t.Fatal(err)
 	}
