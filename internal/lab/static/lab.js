@@ -748,6 +748,18 @@ const serverForms = [
   [/^request (?<id>\S+) answered sold out at (?<at>\S+), when the stock cannot have been 0 yet$/, "server.soldOutEarly"],
   [/^sold nothing$/, "server.soldNothing"],
   [/^served (?<n>\d+) of (?<of>\d+)$/, "server.served"],
+  // A cell's why (cells.go): the lab's words for why it could not run.
+  [/^Could not run: (?<why>.+), start (?<command>make \w+)\.$/, "server.couldNotRunStart"],
+  [/^Could not run: (?<why>.+)\.$/, "server.couldNotRun"],
+  [/^It did not finish: it stopped with an error before it could say what the lock did\.$/, "server.didNotFinishError"],
+  [/^It did not finish: it was stopped\.$/, "server.didNotFinishStopped"],
+  [/^the replicas run without their fault hooks \(make up starts them so\)$/, "cells.noHooks"],
+  [/^this lab has no local cluster to fault \(it was started without one, as the Compose stack starts it\)$/, "cells.noCluster"],
+  [/^the lab could not read the local cluster's state$/, "server.noState"],
+  [/^it needs the fault proxies, and this cluster was started without them$/, "server.needsProxies"],
+  [/^it needs a cluster without Redis Sentinel, and this one has it$/, "server.noSentinelWanted"],
+  [/^it needs Redis Sentinel watching the stock's node, which (?<command>make \w+) does not start \(make scenarios runs it, in its second pass\)$/, "server.needsSentinel"],
+  [/^its second sale must wait past the first one's lease, and the replicas give up waiting sooner than that$/, "server.waitsTooShort"],
 ];
 
 function serverText(text) {
@@ -755,7 +767,8 @@ function serverText(text) {
   return text.split("; ").map((part) => {
     for (const [re, key] of serverForms) {
       const m = part.match(re);
-      if (m) return t(key, m.groups);
+      // A why inside is the server's words too (a cell's reason).
+      if (m) return t(key, Object.fromEntries(Object.entries(m.groups || {}).map(([k, v]) => [k, k === "why" ? serverText(v) : v])));
     }
     return part;
   }).join(t("server.join"));
