@@ -189,6 +189,8 @@ func TestLab(t *testing.T) {
 
 	// Every view at its own address, v2's run by its address among them.
 	checkViews(t, url, v2run)
+	// The lessons and the run views in 简体中文, and the switch remembered.
+	checkChinese(t, url, v2run)
 
 	// The keyboard walks the holds: the first one's record shows.
 	if err := chromedp.Do(ctx, chromedp.Focus("#timeline")); err != nil {

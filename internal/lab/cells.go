@@ -83,7 +83,24 @@ func (l *Lab) scenarios(w http.ResponseWriter, _ *http.Request) {
 	l.cells.mu.Unlock()
 	why := l.faultless()
 	writeJSON(w, http.StatusOK, map[string]any{"scenarios": rows, "locks": versions.Names(), "results": results,
-		"available": why == "", "why": why, "why_no_hooks": whyNoHooks, "command": labCommand})
+		"available": why == "", "why": why, "why_no_hooks": whyNoHooks, "why_no_cluster": whyNoCluster, "command": labCommand,
+		"outcomes": outcomeCodes})
+}
+
+// outcomeCodes names each outcome a cell expects or observes, for the page,
+// which says it in its reader's language (its catalogue's outcome.CODE): the
+// scenarios' words are English, and the tutorial the lab teaches is Chinese.
+// An outcome not named here is shown as the scenario says it.
+var outcomeCodes = map[string]string{
+	scenario.Oversell: "oversell", scenario.NoOversell: "noOversell", scenario.ForeignDelete: "foreignDelete",
+	scenario.NoForeignDelete: "noForeignDelete", scenario.DeletesSuccessor: "deletesSuccessor", scenario.KeepsSuccessor: "keepsSuccessor",
+	scenario.WaitsOnItself: "waitsOnItself", scenario.Passes: "passes", scenario.StaleRefused: "staleRefused",
+	scenario.Deadlock: "deadlock", scenario.Clean503: "clean503", scenario.KeepsSelling: "keepsSelling",
+	scenario.StopsBeforeWrite: "stopsBeforeWrite", scenario.Resumes: "resumes", scenario.WaitsForHolder: "waitsForHolder",
+	scenario.ResumesAtOnce: "resumesAtOnce", scenario.ConfirmedLost: "confirmedLost", scenario.NoConfirmedLost: "noConfirmedLost",
+	scenario.MovesOn: "movesOn", scenario.OwnCheck: "ownCheck", scenario.AllWoken: "allWoken", scenario.Stranded: "stranded",
+	scenario.StrandsCleanly: "strandsCleanly", scenario.HungPastDeadline: "hungPastDeadline", scenario.OtherFailures: "otherFailures",
+	scenario.TwoHolders: "twoHolders", scenario.NoTwoHolders: "noTwoHolders",
 }
 
 // The lab's words for why no cell can run here, and the command that

@@ -82,6 +82,8 @@ type Words struct {
 	Guard string `json:"guard"`
 	Fixes string `json:"fixes"`
 	Flaw  string `json:"flaw"`
+	// NotCopied is NotCopied's, set where that is: the lab's lesson shows it.
+	NotCopied string `json:"not_copied,omitempty"`
 }
 
 // Lesson reproduces a version's flaw: a scenario cell (Scenario, for this

@@ -14,6 +14,94 @@ function touch(...parts) {
   for (const p of parts.length ? parts : ["stack", "run", "runs", "matrix"]) state.dirty.add(p);
 }
 
+// The page's words, in English and 简体中文: one catalogue per language
+// (static/i18n/LANG.json), keyed by what a string is for, not by its English,
+// {name} marking a number or a name put in. The language is ?lang=, else the
+// switch's last choice (kept in localStorage), else English. Commands, code,
+// Redis' commands and replies are shown as they are, in no catalogue.
+const langs = ["en", "zh"];
+const i18n = { lang: "en", words: {}, en: {} };
+
+function pickLang() {
+  const asked = new URLSearchParams(location.search).get("lang");
+  let kept = null;
+  try {
+    if (langs.includes(asked)) localStorage.setItem("locklab.lang", asked);
+    kept = localStorage.getItem("locklab.lang");
+  } catch { /* storage refused (a private window): the address still chooses */ }
+  return langs.includes(asked) ? asked : langs.includes(kept) ? kept : "en";
+}
+
+// loadWords fetches the chosen language's catalogue and English's, the
+// fallback of a key one language lacks (the catalogue test forbids that,
+// but a page newer than its catalogue then still says something).
+async function loadWords() {
+  i18n.lang = pickLang();
+  const get = async (l) => {
+    const res = await fetch("/lab/static/i18n/" + l + ".json");
+    if (!res.ok) throw new Error("the catalogue " + l + ".json: " + res.status);
+    return res.json();
+  };
+  i18n.en = await get("en");
+  i18n.words = i18n.lang === "en" ? i18n.en : await get(i18n.lang);
+  document.documentElement.lang = i18n.lang === "zh" ? "zh-CN" : "en";
+}
+
+// t is the text of key in the page's language, {name} replaced by params'.
+function t(key, params) {
+  const s = i18n.words[key] ?? i18n.en[key] ?? key;
+  return params ? s.replace(/\{(\w+)\}/g, (m, k) => (k in params ? String(params[k]) : m)) : s;
+}
+
+// has says whether the catalogue has key: a server's code the page may
+// say in its own words, or else shows as the server said it.
+function has(key) { return key in i18n.words; }
+
+// translatePage fills the page's fixed text from the catalogue: an element's
+// text (data-i18n), its text with markup of our own (data-i18n-html: code,
+// links), its title and its aria-label.
+function translatePage() {
+  for (const e of document.querySelectorAll("[data-i18n]")) e.textContent = t(e.dataset.i18n);
+  for (const e of document.querySelectorAll("[data-i18n-html]")) e.innerHTML = t(e.dataset.i18nHtml);
+  for (const e of document.querySelectorAll("[data-i18n-title]")) e.title = t(e.dataset.i18nTitle);
+  for (const e of document.querySelectorAll("[data-i18n-label]")) e.setAttribute("aria-label", t(e.dataset.i18nLabel));
+  document.documentElement.style.setProperty("--more-columns", JSON.stringify(t("table.more")));
+  for (const b of document.querySelectorAll("#lang button")) {
+    b.setAttribute("aria-pressed", String(b.dataset.lang === i18n.lang));
+    // The switch keeps the choice and loads the page again in it: every
+    // text, the server's included, is drawn once, in one language.
+    b.onclick = () => {
+      try { localStorage.setItem("locklab.lang", b.dataset.lang); } catch { /* the address says it */ }
+      const url = new URL(location.href);
+      url.searchParams.set("lang", b.dataset.lang);
+      location.replace(url);
+    };
+  }
+}
+
+// said is a server's words (English) in the page's language: the
+// catalogue's key when it has one, else as the server wrote them. English
+// shows the server's own words, so the two never drift apart there.
+function said(key, text) {
+  return i18n.lang === "en" || !has(key) ? text : t(key);
+}
+
+// outcomeText is a cell's outcome, expected or observed, in the page's
+// language: the lab names each outcome the scenarios say (outcomes: text
+// to code).
+function outcomeText(text) {
+  const code = state.matrix && state.matrix.outcomes && state.matrix.outcomes[text];
+  if (code) return said("outcome." + code, text);
+  if (i18n.lang !== "en" && text && text.startsWith("not tested: ")) return t("outcome.notTested", { why: serverText(text.slice(12)) });
+  return text;
+}
+
+// vText is a version's guard, fixes, flaw or not_copied in the page's
+// language: the version catalogue's own words (versions.json's zh).
+function vText(v, field) {
+  return (i18n.lang !== "en" && v[i18n.lang] && v[i18n.lang][field]) || v[field];
+}
+
 function el(tag, attrs, ...kids) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -29,17 +117,25 @@ async function api(method, path, body) {
   if (token) headers.Authorization = "Bearer " + token;
   const res = await fetch(path, { method, headers, body: body ? JSON.stringify(body) : undefined });
   const data = await res.json().catch(() => ({}));
-  if (!res.ok) throw new Error(data.error || res.status + " " + res.statusText);
+  // A code the catalogue knows is said in the page's language; the server's
+  // own sentence (English, with its details) then stays in the error's why.
+  if (!res.ok) {
+    const err = new Error(i18n.lang !== "en" && has("error." + data.code) ? t("error." + data.code) : data.error || res.status + " " + res.statusText);
+    err.why = data.error;
+    throw err;
+  }
   return data;
 }
 
 async function init() {
+  await loadWords();
+  translatePage();
   state.config = await api("GET", "/lab/api/config");
   const locks = $("#locks");
   for (const v of state.config.versions) {
     const box = el("input", { type: "checkbox", name: "lock", value: v.name });
     if (state.config.showcase.includes(v.name)) box.checked = true;
-    locks.append(el("label", { title: v.guard + ". Fixes: " + v.fixes + ". Still wrong: " + v.flaw }, box, " " + v.name));
+    locks.append(el("label", { title: t("run.lockTitle", { guard: vText(v, "guard"), fixes: vText(v, "fixes"), flaw: vText(v, "flaw") }) }, box, " " + v.name));
   }
   for (const w of state.config.waits) $("#wait").append(el("option", { value: w, text: w }));
   $("#token-field").hidden = !state.config.token_required;
@@ -50,7 +146,7 @@ async function init() {
   $("#nemesis").addEventListener("change", () => {
     for (const id of ["requests", "stock"]) {
       $("#" + id).disabled = $("#nemesis").checked;
-      $("#" + id).title = $("#nemesis").checked ? "set by the nemesis: 30 sales/s for its duration, and stock for each" : "";
+      $("#" + id).title = $("#nemesis").checked ? t("run.setByNemesis") : "";
     }
   });
   $("#open-run").addEventListener("change", (e) => openRun(e.target.files[0]).catch(showError));
@@ -71,7 +167,7 @@ async function init() {
   });
   canvas.addEventListener("blur", () => { $("#tip").hidden = true; state.focusHold = undefined; });
   window.addEventListener("resize", () => touch("run", "runs"));
-  $("#quick-run").textContent = "Run " + state.config.showcase.join(" beside ");
+  $("#quick-run").textContent = t("start.quickRun", { locks: state.config.showcase.join(t("start.beside")) });
   $("#quick-run").addEventListener("click", () => lessonRun(state.config.showcase));
   buildLessons();
   initSteps();
@@ -129,12 +225,12 @@ function showView() {
   }
   if (view === "lessons" && at.item) {
     const i = state.config.versions.findIndex((v) => v.name === at.item);
-    if (i < 0) showError(new Error("no version " + at.item + ": pick one of the tabs"));
+    if (i < 0) showError(new Error(t("lessons.noVersion", { name: at.item })));
     else if (state.lesson !== at.item) showLesson(i);
   }
   if (view === "runs" && at.item) openRunByID(at.item);
   touch(); // widths changed with the sections shown
-  document.title = "locklab" + (view === "all" ? ": watch a lock hold, break and get fixed" : ": " + (at.item ? at.item + " · " : "") + view);
+  document.title = "locklab: " + (view === "all" ? t("start.title") : (at.item ? at.item + " · " : "") + t("view." + view));
 }
 
 // openRunByID shows a run the lab keeps, whole (its holds too), as its
@@ -161,15 +257,15 @@ async function loadMatrix() {
   state.cells = {};
   for (const c of m.results || []) state.cells[c.scenario + "/" + c.lock] = c;
   const locks = m.locks.filter((l) => m.scenarios.some((s) => l in s.expect));
-  $("#matrix thead").replaceChildren(el("tr", {}, el("th", { text: "scenario" }), ...locks.map((l) => el("th", { text: l }))));
+  $("#matrix thead").replaceChildren(el("tr", {}, el("th", { text: t("faults.scenario") }), ...locks.map((l) => el("th", { text: l }))));
   $("#matrix tbody").replaceChildren(...m.scenarios.map((s) => el("tr", {},
-    el("th", { scope: "row", title: s.injected + (s.needs ? " (needs " + s.needs + ")" : ""), text: s.name }),
+    el("th", { scope: "row", title: s.injected + (s.needs ? t("faults.needs", { what: s.needs }) : ""), text: s.name }),
     ...locks.map((l) => {
       if (!(l in s.expect)) return el("td", { text: "" });
-      const b = el("button", { type: "button", text: "Run", disabled: !m.available });
+      const b = el("button", { type: "button", text: t("faults.run"), disabled: !m.available });
       b.dataset.scenario = s.name; b.dataset.lock = l;
       b.addEventListener("click", () => runCell(s.name, l));
-      return el("td", { "data-cell": s.name + "/" + l }, el("span", { className: "expect", text: s.expect[l] }), el("span", { className: "observed" }), b);
+      return el("td", { "data-cell": s.name + "/" + l }, el("span", { className: "expect", text: outcomeText(s.expect[l]) }), el("span", { className: "observed" }), b);
     }))));
   if (cellsBlocked()) $("#matrix-details").open = false; // what each version is expected to do, still there to read
   buildChoose();
@@ -181,10 +277,10 @@ async function loadMatrix() {
 // order), then what the catalogue says of fencing and waiting.
 function chooseColumns() {
   return [
-    ["exclusive under load", (v) => (v.safe ? "yes (the checker)" : "no")],
-    ...state.matrix.scenarios.filter((s) => s.requirement).map((s) => [s.requirement, s.name]),
-    ["fencing token", (v) => (v.no_token ? "no token" : v.library ? "ours, beside the library" : "yes")],
-    ["waiting", (v) => (v.wait ? "poll, notify or hand-off (-wait)" : v.waits || "-")],
+    [t("choose.exclusive"), (v) => (v.safe ? t("choose.yesChecker") : t("choose.no"))],
+    ...state.matrix.scenarios.filter((s) => s.requirement).map((s) => [said("requirement." + s.name, s.requirement), s.name]),
+    [t("choose.fencing"), (v) => (v.no_token ? t("choose.noToken") : v.library ? t("choose.oursBeside") : t("choose.yes"))],
+    [t("choose.waiting"), (v) => (v.wait ? t("choose.waitFlag") : v.waits || "-")],
   ];
 }
 
@@ -200,15 +296,15 @@ function chooseRows() {
 function buildChoose() {
   const m = state.matrix;
   const expect = Object.fromEntries(m.scenarios.map((s) => [s.name, s.expect]));
-  $("#choose thead").replaceChildren(el("tr", {}, el("th", { text: "lock" }), ...chooseColumns().map(([title]) => el("th", { text: title }))));
+  $("#choose thead").replaceChildren(el("tr", {}, el("th", { text: t("choose.lock") }), ...chooseColumns().map(([title]) => el("th", { text: title }))));
   $("#choose tbody").replaceChildren(...chooseRows().map((v) => el("tr", {},
-    el("th", { scope: "row", title: v.guard + ". Still wrong: " + v.flaw + (v.lost_wakeup ? ". Lost wake-up: " + v.lost_wakeup : "") },
-      el("code", { text: v.name }), el("br"), el("small", { text: v.library || "ours" })),
+    el("th", { scope: "row", title: t("choose.rowTitle", { guard: vText(v, "guard"), flaw: vText(v, "flaw") }) + (v.lost_wakeup ? t("choose.lostWakeup", { what: v.lost_wakeup }) : "") },
+      el("code", { text: v.name }), el("br"), el("small", { text: v.library || t("choose.ours") })),
     ...chooseColumns().map(([, from]) => {
       if (typeof from === "function") return el("td", { text: from(v) });
       const want = (expect[from] || {})[v.name];
-      if (!want) return el("td", { className: "absent", text: "-", title: "no " + from + " cell for " + v.name });
-      return el("td", { "data-cell": from + "/" + v.name, title: from }, el("span", { className: "expect", text: want }), el("span", { className: "observed" }));
+      if (!want) return el("td", { className: "absent", text: "-", title: t("choose.noCell", { scenario: from, name: v.name }) });
+      return el("td", { "data-cell": from + "/" + v.name, title: from }, el("span", { className: "expect", text: outcomeText(want) }), el("span", { className: "observed" }));
     }))));
   $("#side-by-side").onclick = () => lessonRun(chooseRows().map((v) => v.name), "handoff");
 }
@@ -250,17 +346,17 @@ async function showLesson(i) {
   const buttons = el("div", { className: "buttons" });
   const why = el("span", { className: "why" });
   if (l.run) {
-    const b = el("button", { type: "button", className: "flaw", text: "Show it: run " + l.run.join(" and ") });
+    const b = el("button", { type: "button", className: "flaw", text: t("lesson.showRun", { locks: l.run.join(t("lesson.and")) }) });
     b.addEventListener("click", () => lessonRun(l.run));
     buttons.append(b);
   }
   if (l.scenario) {
-    const flaw = el("button", { type: "button", className: "flaw", text: "Show the flaw: " + l.scenario });
+    const flaw = el("button", { type: "button", className: "flaw", text: t("lesson.showFlaw", { scenario: l.scenario }) });
     flaw.dataset.cell = l.scenario + "/" + v.name;
     flaw.addEventListener("click", () => lessonCell(l.scenario, v.name));
     buttons.append(flaw);
     if (l.fix) {
-      const fix = el("button", { type: "button", className: "fix", text: "Show the fix: " + l.fix });
+      const fix = el("button", { type: "button", className: "fix", text: t("lesson.showFix", { scenario: l.fix }) });
       fix.dataset.cell = l.fix + "/" + v.name;
       fix.addEventListener("click", () => lessonCell(l.fix, v.name));
       buttons.append(fix);
@@ -268,20 +364,20 @@ async function showLesson(i) {
   }
   // Its stories in the step-through, one command at a time (steps.js).
   for (const k of Object.keys(presets).filter((k) => (presets[k].tabs || [presets[k].lock]).includes(v.name))) {
-    buttons.append(el("a", { href: "#/lesson/" + k, className: "preset", text: "Step through it: " + presets[k].title }));
+    buttons.append(el("a", { href: "#/lesson/" + k, className: "preset", text: t("lesson.stepThrough", { story: t(presets[k].title) }) }));
   }
   buttons.append(why, el("span", { id: "lesson-error", role: "alert" }));
-  const facts = el("dl", {}, el("dt", { text: "Adds" }), el("dd", { text: v.fixes }), el("dt", { text: "Still wrong" }), el("dd", { text: v.flaw }));
-  if (v.not_copied) facts.append(el("dt", { text: "Not copied" }), el("dd", { text: v.not_copied }));
-  const code = el("div", { className: "code" }, el("p", { className: "why", text: "loading its code..." }));
-  $("#lesson").replaceChildren(el("h3", { text: v.name + ": " + v.guard }), facts, buttons, code);
+  const facts = el("dl", {}, el("dt", { text: t("lesson.adds") }), el("dd", { text: vText(v, "fixes") }), el("dt", { text: t("lesson.stillWrong") }), el("dd", { text: vText(v, "flaw") }));
+  if (v.not_copied) facts.append(el("dt", { text: t("lesson.notCopied") }), el("dd", { text: vText(v, "not_copied") }));
+  const code = el("div", { className: "code" }, el("p", { className: "why", text: t("lesson.loadingCode") }));
+  $("#lesson").replaceChildren(el("h3", { text: v.name + ": " + vText(v, "guard") }), facts, buttons, code);
   touch("matrix");
   try {
     state.code = state.code || {};
     const lesson = state.code[v.name] || (state.code[v.name] = await api("GET", "/lab/api/code/" + v.name));
     if (state.lesson !== v.name) return;
     code.replaceChildren(...lessonCode(v.name, lesson));
-  } catch (err) { code.replaceChildren(el("p", { className: "why", text: "Its code could not be loaded: " + err.message })); }
+  } catch (err) { code.replaceChildren(el("p", { className: "why", text: t("lesson.codeFailed", { why: err.message }) })); }
 }
 
 // lessonCode draws a version's lesson code: the lines marked in its source
@@ -291,10 +387,10 @@ async function showLesson(i) {
 function lessonCode(name, lesson) {
   const removed = lesson.diff.filter((d) => d.op === "-").length, added = lesson.diff.filter((d) => d.op === "+").length;
   const caption = !lesson.base
-    ? "The lines that make " + name + " what it is, as the service runs them: how it takes the lock and how it lets it go."
+    ? t("code.first", { name })
     : removed + added === 0
-      ? "The same lines as " + lesson.base + "'s: what differs is how it is deployed or set up, not its code."
-      : "What " + name + " changes in " + lesson.base + "'s lines: " + plural(removed, "line") + " taken out (red), " + plural(added, "line") + " put in (green).";
+      ? t("code.same", { base: lesson.base })
+      : t("code.diff", { name, base: lesson.base, removed: t(removed === 1 ? "code.line" : "code.lines", { n: removed }), added: t(added === 1 ? "code.line" : "code.lines", { n: added }) });
   const diff = el("pre", { className: "diff", "aria-label": caption });
   let where = "";
   for (const d of lesson.diff) {
@@ -303,13 +399,11 @@ function lessonCode(name, lesson) {
       el("span", { className: "ln", text: String(d.line) }), el("span", { className: "op", text: d.op === "=" ? " " : d.op }), d.text);
     diff.append(line);
   }
-  const files = el("details", { className: "files" }, el("summary", { text: "The whole files (" + lesson.files.length + ")" }),
-    ...lesson.files.map((f) => el("details", {}, el("summary", { text: f.path + " (" + f.text.split("\n").length + " lines)" }),
+  const files = el("details", { className: "files" }, el("summary", { text: t("code.files", { n: lesson.files.length }) }),
+    ...lesson.files.map((f) => el("details", {}, el("summary", { text: t("code.file", { path: f.path, n: f.text.split("\n").length }) }),
       el("pre", {}, el("code", { text: f.text })))));
   return [el("p", { className: "why", text: caption }), diff, files];
 }
-
-function plural(n, what) { return n + " " + what + (n === 1 ? "" : "s"); }
 
 // cellsBlocked says why no fault cell can run on this stack ("": they
 // can): the lab has no cluster to fault, or the replicas say on /healthz
@@ -325,7 +419,9 @@ function cellsBlocked() {
 
 // blockedText is what a disabled fault button says: why, and the command.
 function blockedText(why) {
-  return "Could not run here: " + why + ". Start " + state.matrix.command + " for the fault cells.";
+  const m = state.matrix;
+  const said = why === m.why_no_hooks ? t("cells.noHooks") : why === m.why_no_cluster ? t("cells.noCluster") : why;
+  return t("cells.blocked", { why: said, command: m.command });
 }
 
 // withCommand is text with the lab's command in it set as code.
@@ -372,14 +468,16 @@ function keepCell(c) {
 
 // showCell puts a cell's sales and fault marks on the live timeline.
 function showCell(c) {
-  state.current = { id: "cell " + c.scenario + " · " + c.lock, status: c.status, holds: c.holds || [], marks: c.marks || [],
+  state.current = { id: t("cells.id", { scenario: c.scenario, lock: c.lock }), status: c.status, holds: c.holds || [], marks: c.marks || [],
     results: [], counts: [], cell: c, error: c.error };
   touch("run", "matrix");
 }
 
 // showError says what went wrong by the form, and by the lesson's buttons.
 function showError(err) {
-  for (const e of [$("#form-error"), $("#lesson-error")]) if (e) e.textContent = err.message || String(err);
+  for (const e of [$("#form-error"), $("#lesson-error")]) {
+    if (e) { e.textContent = err.message || String(err); e.title = err.why || ""; }
+  }
 }
 
 function clearError() { for (const e of [$("#form-error"), $("#lesson-error")]) if (e) e.textContent = ""; }
@@ -406,11 +504,11 @@ async function openRun(file) {
   if (!file) return;
   clearError();
   let run;
-  try { run = JSON.parse(await file.text()); } catch (err) { throw new Error(file.name + " is not JSON: " + err.message); }
+  try { run = JSON.parse(await file.text()); } catch (err) { throw new Error(t("runs.notJSON", { file: file.name, why: err.message })); }
   if (!run || typeof run.id !== "string" || !Array.isArray(run.results) || !Array.isArray(run.holds)) {
-    throw new Error(file.name + " is not a run of the lab (it wants id, results and holds)");
+    throw new Error(t("runs.notRun", { file: file.name }));
   }
-  adopt(Object.assign(run, { id: run.id + " (file)", file: file.name }));
+  adopt(Object.assign(run, { id: run.id + t("runs.fromFile"), file: file.name }));
   $("#live-panel").scrollIntoView({ behavior: "smooth", block: "start" });
 }
 
@@ -513,7 +611,8 @@ function drawStack() {
       ? ["-lock " + (s.lock || "?"), "-wait " + (s.wait || "?"), s.fence === "true" ? "-fence" : "", "-work " + (s.work || "0"), "ttl " + (s.ttl || "?")].filter(Boolean).join(" ")
       : (n.addr || "");
     return el("li", { className: "node", "data-state": n.state, "data-name": n.name, title: n.detail || "" },
-      el("b", { text: n.name }), el("span", { className: "state", text: n.state }), el("small", { text: n.kind + (what ? ": " + what : "") }));
+      el("b", { text: n.name }), el("span", { className: "state", text: has("state." + n.state) ? t("state." + n.state) : n.state }),
+      el("small", { text: (has("kind." + n.kind) ? t("kind." + n.kind) : n.kind) + (what ? ": " + what : "") }));
   }));
 }
 
@@ -522,16 +621,17 @@ function drawRun() {
   const running = r && r.status === "running";
   $("#start").disabled = running;
   $("#stop").disabled = !running;
-  const nemesis = r && r.settings && r.settings.nemesis ? " · nemesis seed " + r.settings.seed + ", " + (r.faults ? r.faults.length + " faults" : "drawing its faults") : "";
-  $("#run-status").textContent = r ? "· run " + r.id + " · " + r.status + (r.current ? " · " + r.current : "") + nemesis + (r.error && !r.cell ? " · it stopped on an error (its record is below)" : "") : "";
+  const nemesis = r && r.settings && r.settings.nemesis ? t("live.nemesis", { seed: r.settings.seed }) + (r.faults ? t("live.faults", { n: r.faults.length }) : t("live.drawingFaults")) : "";
+  const status = r && (has("status." + r.status) ? t("status." + r.status) : r.status);
+  $("#run-status").textContent = r ? t("live.run", { id: r.id }) + " · " + status + (r.current ? " · " + r.current : "") + nemesis + (r.error && !r.cell ? t("live.stoppedOnError") : "") : "";
   const stock = r && r.settings ? r.settings.stock : 0;
   $("#gauges").replaceChildren(...((r && r.counts) || []).map((c) => {
     const left = c.remaining >= 0 ? c.remaining : stock;
     const bar = el("div", { className: "bar" }, el("span"));
     bar.firstChild.style.width = (stock > 0 ? (100 * left) / stock : 0) + "%";
     return el("div", { className: "gauge", "data-lock": c.lock },
-      el("b", { text: c.lock + ": stock " + left + " of " + stock }), bar,
-      el("div", { className: "counts", text: `sent ${c.sent} · sold ${c.sold} · sold out ${c.sold_out} · fenced ${c.fenced} · failed ${c.failed} · unknown ${c.unknown}` }));
+      el("b", { text: t("live.gauge", { lock: c.lock, left, stock }) }), bar,
+      el("div", { className: "counts", text: t("live.counts", c) }));
   }));
   drawTimeline(r);
   const cell = r && r.cell;
@@ -539,8 +639,8 @@ function drawRun() {
   const fixes = (cell ? cell.fixes : r && r.fixes) || [];
   $("#fixes").hidden = fixes.length === 0;
   $("#fixes").replaceChildren(...fixes.map((f) => el("p", { className: "fix", "data-node": f.node },
-    el("b", { text: "Not undone: " + f.node + " left " + f.left + ". " }), "Its undo failed: " + f.why + ". ",
-    ...(f.how ? ["Fix it by hand: ", el("code", { text: f.how })] : []))));
+    el("b", { text: t("live.notUndone", { node: f.node, left: f.left }) }), t("live.undoFailed", { why: f.why }),
+    ...(f.how ? [t("live.fixByHand"), el("code", { text: f.how })] : []))));
   const words = new Set();
   for (const res of (r && r.results) || []) {
     words.add(word(res)).add("oversold").add("not served");
@@ -551,7 +651,7 @@ function drawRun() {
   drawGlossary(words);
   $("#verdicts").replaceChildren(...((r && r.results) || []).map(verdict),
     ...(cell && cell.status !== "running" ? [cellVerdict(cell)] : []),
-    ...(r && r.error && !cell ? [record("Why the run stopped: its record", r.error)] : []));
+    ...(r && r.error && !cell ? [record(t("live.whyStopped"), r.error)] : []));
 }
 
 // record is the raw record behind a sentence, one click away.
@@ -562,21 +662,21 @@ function record(title, text) {
 // cellOutcome is a cell's outcome in a word: running, could not run (it
 // never started its fault), did not finish, as expected or not as expected.
 function cellOutcome(c) {
-  if (c.status === "running") return "running";
-  if (c.status === "failed") return (c.why || "").startsWith("Could not run") ? "could not run" : "did not finish";
-  return c.ok ? "as expected" : "not as expected";
+  if (c.status === "running") return t("cells.running");
+  if (c.status === "failed") return (c.why || "").startsWith("Could not run") ? t("cells.couldNotRun") : t("cells.didNotFinish");
+  return c.ok ? t("cells.asExpected") : t("cells.notAsExpected");
 }
 
 // cellVerdict says in a sentence what a cell showed; what the scenario
 // recorded (and, when it failed, the error) is one click away.
 function cellVerdict(c) {
   const outcome = cellOutcome(c);
-  const sentence = c.status === "failed" ? c.why || "It did not finish."
-    : c.ok ? "Under " + c.scenario + ", " + c.lock + " did what it is expected to do: " + c.observed + "."
-      : "Under " + c.scenario + ", " + c.lock + " did not do what it is expected to do: expected " + c.expected + ", seen " + c.observed + ".";
+  const sentence = c.status === "failed" ? serverText(c.why) || t("cells.didNotFinishLong")
+    : c.ok ? t("cells.ok", { scenario: c.scenario, lock: c.lock, observed: outcomeText(c.observed) })
+      : t("cells.notOk", { scenario: c.scenario, lock: c.lock, observed: outcomeText(c.observed), expected: outcomeText(c.expected) });
   const rec = [c.detail, c.evidence, c.error].filter(Boolean).join("\n\n");
   return el("div", { className: "verdict", "data-word": c.status === "failed" ? "not tested" : c.ok ? "ok" : "violated", "data-cell": c.scenario + "/" + c.lock },
-    el("span", { className: "word", text: outcome }), ...withCommand(sentence), rec ? record("What it recorded", rec) : null);
+    el("span", { className: "word", text: outcome }), ...withCommand(sentence), rec ? record(t("cells.recorded"), rec) : null);
 }
 
 // word is a result's verdict: "violated" when something is wrong in it (a
@@ -599,48 +699,79 @@ function notServed(res) {
 // glossary is a line for each word the verdicts use, shown where they are
 // (a hover on the word, and the words of the verdicts shown listed under
 // them), not a docs page away.
-const glossary = {
-  ok: "nothing went wrong in what this run could see: every unit sold once, one holder at a time",
-  violated: "something went wrong: a unit sold twice, two holders at once, a lost update, or replies no one-at-a-time order explains",
-  "not tested": "the run sold too little or served too few requests to show anything: not a pass",
-  oversold: "units sold beyond what the stock went down by: the same unit sold to two buyers",
-  "not served": "requests that failed or whose outcome is unknown (the reply never came)",
-  "two holders": "holds of the lock that overlapped another owner's: two sales each believed it held the lock alone",
-  "lost updates": "a sale that wrote a stock computed from what another sold sale had read: one of the two sales vanished",
-  linearizable: "the replies fit one order of the sales, one at a time, each within its own request: the checker's strictest test",
-  fenced: "a write the stock refused because it carried an older fencing token than one already written",
-};
+const glossary = { ok: "ok", violated: "violated", "not tested": "notTested", oversold: "oversold", "not served": "notServed",
+  "two holders": "twoHolders", "lost updates": "lostUpdates", linearizable: "linearizable", fenced: "fenced" };
 
 // term is a word of the verdicts with its line of the glossary on hover.
-function term(word, text = word) {
-  return el("abbr", { className: "term", title: glossary[word], text });
+function term(word) {
+  return el("abbr", { className: "term", title: t("glossary." + glossary[word]), text: t("word." + glossary[word]) });
 }
 
 // drawGlossary lists under the verdicts the words they use, a line each.
 function drawGlossary(words) {
   const used = Object.keys(glossary).filter((w) => words.has(w));
   $("#glossary").hidden = used.length === 0;
-  $("#glossary").replaceChildren(...used.flatMap((w) => [el("dt", { text: w }), el("dd", { text: glossary[w] })]));
+  $("#glossary").replaceChildren(...used.flatMap((w) => [el("dt", { text: t("word." + glossary[w]) }), el("dd", { text: t("glossary." + glossary[w]) })]));
 }
 
 function verdict(res) {
   const w = word(res);
-  const parts = [`sold ${res.sold}, stock ${res.stock_before} → ${res.stock_after}`, `oversold ${res.oversold}`,
-    `failed ${res.failed || 0}`, `not served ${notServed(res)} of ${res.requests}`];
-  if (res.faults) parts.push(`${res.faults} of the nemesis's faults hit what it uses`); // only under the nemesis
-  if (res.too_little) parts.push("tested too little: " + res.too_little);
-  if (res.history_checked) parts.push(`two holders ${res.two_holders}`, `lost updates ${res.lost_updates}`);
-  if (res.linearizability) parts.push("linearizable: " + res.linearizability);
-  if (res.not_linearizable) parts.push(res.not_linearizable);
-  if (res.untested) parts.push(res.untested);
-  if (res.history_note) parts.push(res.history_note);
-  // The parts that start with a word of the glossary carry its line.
-  const kids = parts.flatMap((p, i) => {
-    const t = Object.keys(glossary).find((k) => k !== "ok" && p.startsWith(k));
-    return [i ? " · " : "", ...(t ? [term(t), p.slice(t.length)] : [p])];
-  });
+  // Each part: the word of the glossary it starts with (null: none), then
+  // the rest of it.
+  const parts = [[null, t("verdict.sold", { sold: res.sold, before: res.stock_before, after: res.stock_after })], ["oversold", " " + res.oversold],
+    [null, t("verdict.failed", { n: res.failed || 0 })], ["not served", " " + t("verdict.ofRequests", { n: notServed(res), of: res.requests })]];
+  if (res.faults) parts.push([null, t("verdict.faults", { n: res.faults })]); // only under the nemesis
+  if (res.too_little) parts.push([null, t("verdict.tooLittle", { why: serverText(res.too_little) })]);
+  if (res.history_checked) parts.push(["two holders", " " + res.two_holders], ["lost updates", " " + res.lost_updates]);
+  if (res.linearizability) parts.push(["linearizable", t("verdict.colon") + (glossary[res.linearizability] ? t("word." + glossary[res.linearizability]) : res.linearizability)]);
+  for (const why of [res.not_linearizable, res.untested, res.history_note]) if (why) parts.push([null, serverText(why)]);
+  const kids = parts.flatMap(([k, p], i) => [i ? " · " : "", ...(k ? [term(k), p] : [p])]);
   return el("div", { className: "verdict", "data-word": w, "data-lock": res.lock },
-    el("span", { className: "word", title: glossary[w], text: w }), el("b", { text: (res.lock + " " + (res.wait || "")).trim() + ": " }), ...kids);
+    el("span", { className: "word", title: t("glossary." + glossary[w]), text: t("word." + glossary[w]) }), el("b", { text: (res.lock + " " + (res.wait || "")).trim() + t("verdict.colon") }), ...kids);
+}
+
+// serverText is a sentence the checker or the load test wrote (English,
+// with its numbers and request ids) in the page's language: each known
+// form is a catalogue key, its numbers and names put back in; a form not
+// listed here is shown as the server wrote it.
+const serverForms = [
+  [/^(?<sold>\d+) sold, but the stock went down by (?<by>\d+)$/, "server.soldButDown"],
+  [/^no requests in the client's history$/, "server.noRequests"],
+  [/^no request sold \((?<n>\d+) requests: (?<parts>.*)\)$/, "server.noneSold"],
+  [/^porcupine found no order, the counter check found one: a bug in one of them$/, "server.checkersDisagree"],
+  [/^the stock grew from (?<a>-?\d+) to (?<b>-?\d+)$/, "server.stockGrew"],
+  [/^the stock went from (?<a>-?\d+) to (?<b>-?\d+), below 0$/, "server.belowZero"],
+  [/^request (?<id>\S+) reported (?<n>-?\d+) left, but the stock went from (?<a>-?\d+) to (?<b>-?\d+)$/, "server.reportedOutside"],
+  [/^requests (?<a>\S+) and (?<b>\S+) both reported (?<n>-?\d+) left$/, "server.bothReported"],
+  [/^the stock went from (?<a>-?\d+) to (?<b>-?\d+), but no request can have left (?<n>-?\d+)$/, "server.noneLeft"],
+  [/^request (?<id>\S+) reported (?<n>-?\d+) left at (?<at>\S+), before the stock can have come down to (?<m>-?\d+)$/, "server.tooEarly"],
+  [/^request (?<id>\S+) answered sold out at (?<at>\S+), when the stock cannot have been 0 yet$/, "server.soldOutEarly"],
+  [/^sold nothing$/, "server.soldNothing"],
+  [/^served (?<n>\d+) of (?<of>\d+)$/, "server.served"],
+  // A cell's why (cells.go): the lab's words for why it could not run.
+  [/^Could not run: (?<why>.+), start (?<command>make \w+)\.$/, "server.couldNotRunStart"],
+  [/^Could not run: (?<why>.+)\.$/, "server.couldNotRun"],
+  [/^It did not finish: it stopped with an error before it could say what the lock did\.$/, "server.didNotFinishError"],
+  [/^It did not finish: it was stopped\.$/, "server.didNotFinishStopped"],
+  [/^the replicas run without their fault hooks \(make up starts them so\)$/, "cells.noHooks"],
+  [/^this lab has no local cluster to fault \(it was started without one, as the Compose stack starts it\)$/, "cells.noCluster"],
+  [/^the lab could not read the local cluster's state$/, "server.noState"],
+  [/^it needs the fault proxies, and this cluster was started without them$/, "server.needsProxies"],
+  [/^it needs a cluster without Redis Sentinel, and this one has it$/, "server.noSentinelWanted"],
+  [/^it needs Redis Sentinel watching the stock's node, which (?<command>make \w+) does not start \(make scenarios runs it, in its second pass\)$/, "server.needsSentinel"],
+  [/^its second sale must wait past the first one's lease, and the replicas give up waiting sooner than that$/, "server.waitsTooShort"],
+];
+
+function serverText(text) {
+  if (!text || i18n.lang === "en") return text;
+  return text.split("; ").map((part) => {
+    for (const [re, key] of serverForms) {
+      const m = part.match(re);
+      // A why inside is the server's words too (a cell's reason).
+      if (m) return t(key, Object.fromEntries(Object.entries(m.groups || {}).map(([k, v]) => [k, k === "why" ? serverText(v) : v])));
+    }
+    return part;
+  }).join(t("server.join"));
 }
 
 // marks finds, per version, the holds that overlapped another owner's (a
@@ -718,7 +849,7 @@ function drawTimeline(r) {
     expiries++;
     if (!told.has(lane)) {
       told.add(lane);
-      const label = "lease ran out", lx = Math.min(ex + 3, w - g.measureText(label).width - 6);
+      const label = t("live.leaseRanOut"), lx = Math.min(ex + 3, w - g.measureText(label).width - 6);
       g.fillStyle = "#fff"; g.fillRect(lx - 2, y + 1, g.measureText(label).width + 4, 14);
       g.fillStyle = "#b3261e"; g.fillText(label, lx, y + 12);
     }
@@ -802,11 +933,11 @@ function hover(px, py) {
 function showTip(hit, px, py) {
   const tip = $("#tip");
   const x = hit[4];
-  const lines = [`${x.lock} · ${x.replica} · ${x.id}`, `held ${((x.to - x.from) / 1000).toFixed(2)} ms`,
-    x.read != null ? `read ${x.read}` : "read nothing", x.wrote != null ? `wrote ${x.wrote}` : "wrote nothing",
-    `reply ${x.status}${x.code ? " " + x.code : ""}${x.token ? " · token " + x.token : ""}`];
-  if (hit[5]) lines.push("TWO HOLDERS: held while another owner held the lock");
-  if (hit[6]) lines.push("LOST UPDATE: read what another sold sale had read");
+  const lines = [`${x.lock} · ${x.replica} · ${x.id}`, t("tip.held", { ms: ((x.to - x.from) / 1000).toFixed(2) }),
+    x.read != null ? t("tip.read", { n: x.read }) : t("tip.readNothing"), x.wrote != null ? t("tip.wrote", { n: x.wrote }) : t("tip.wroteNothing"),
+    t("tip.reply", { status: x.status + (x.code ? " " + x.code : "") }) + (x.token ? t("tip.token", { token: x.token }) : "")];
+  if (hit[5]) lines.push(t("tip.twoHolders"));
+  if (hit[6]) lines.push(t("tip.lost"));
   tip.textContent = lines.join("\n");
   tip.style.left = Math.min(px + 12, $("#timeline").clientWidth - 240) + "px";
   tip.style.top = py + 12 + "px";
@@ -827,21 +958,21 @@ function drawMatrix() {
   if (why) why.replaceChildren(...(document.querySelector("#lesson .buttons button[data-cell]") && blocked ? withCommand(says) : []));
   $("#faults-why").replaceChildren(...(blocked ? withCommand(says) : []));
   for (const f of document.querySelectorAll("#nemesis-field input")) f.disabled = Boolean(blocked);
-  $("#nemesis-field").title = blocked ? "The nemesis faults the stack. " + says : $("#nemesis-field").dataset.title;
+  $("#nemesis-field").title = blocked ? t("run.nemesisBlocked", { why: says }) : $("#nemesis-field").dataset.title;
   if (!state.cells) return;
   $("#side-by-side").disabled = busy;
   for (const td of document.querySelectorAll("#choose td[data-cell]")) {
     const c = state.cells[td.dataset.cell];
     const obs = td.querySelector(".observed");
-    obs.textContent = c && c.status === "done" ? (c.ok ? " ✓ seen here" : " ✗ seen here: " + c.observed) : "";
+    obs.textContent = c && c.status === "done" ? (c.ok ? t("choose.seenOk") : t("choose.seenBad", { observed: outcomeText(c.observed) })) : "";
     obs.dataset.ok = c && c.status === "done" ? String(c.ok) : "";
   }
   for (const td of document.querySelectorAll("#matrix td[data-cell]")) {
     const c = state.cells[td.dataset.cell];
     const obs = td.querySelector(".observed");
-    obs.textContent = c ? (c.status === "done" ? (c.ok ? "✓ " : "✗ ") + c.observed : cellOutcome(c) + (c.status === "running" ? "..." : "")) : "";
+    obs.textContent = c ? (c.status === "done" ? (c.ok ? "✓ " : "✗ ") + outcomeText(c.observed) : cellOutcome(c) + (c.status === "running" ? "..." : "")) : "";
     obs.dataset.ok = c && c.status === "done" ? String(c.ok) : "";
-    obs.title = c ? (c.status === "failed" ? c.why : c.detail) || "" : "";
+    obs.title = c ? (c.status === "failed" ? serverText(c.why) : c.detail) || "" : "";
     const b = td.querySelector("button");
     b.disabled = busy || Boolean(blocked);
     b.title = says;
@@ -855,17 +986,17 @@ function drawRuns() {
       const bad = (v) => (v > 0 ? "bad" : "");
       rows.push(el("tr", {},
         el("td", {}, r.file ? r.id : el("a", { href: "/lab/runs/" + r.id, text: r.id })), el("td", { text: res.lock }), el("td", { text: res.wait || "" }),
-        el("td", { className: res.too_little ? "bad" : "", text: res.sold, title: res.too_little ? "tested too little: " + res.too_little : "" }),
+        el("td", { className: res.too_little ? "bad" : "", text: res.sold, title: res.too_little ? t("verdict.tooLittle", { why: serverText(res.too_little) }) : "" }),
         el("td", { className: bad(res.failed), text: res.failed || 0 }),
         el("td", { className: res.too_little ? "bad" : "", text: notServed(res) }),
         el("td", { className: bad(res.oversold), text: res.oversold }),
         el("td", { className: bad(res.two_holders), text: res.history_checked ? res.two_holders : "-" }),
         el("td", { className: bad(res.lost_updates), text: res.history_checked ? res.lost_updates : "-" }),
-        el("td", { className: res.linearizability === "ok" ? "" : "bad", text: res.linearizability || "-" }),
+        el("td", { className: res.linearizability === "ok" ? "" : "bad", text: glossary[res.linearizability] ? t("word." + glossary[res.linearizability]) : res.linearizability || "-" }),
         el("td", { text: Math.round(res.sales_per_sec) }),
         el("td", { text: res.latency_ms ? res.latency_ms.p99.toFixed(1) : "-" }),
-        el("td", {}, ...(r.file ? [el("span", { text: "opened from " + r.file })] : [
-          el("a", { href: "/lab/api/runs/" + r.id + "/report", text: "report" }), " ",
+        el("td", {}, ...(r.file ? [el("span", { text: t("runs.openedFrom", { file: r.file }) })] : [
+          el("a", { href: "/lab/api/runs/" + r.id + "/report", text: t("runs.report") }), " ",
           el("a", { href: "/lab/api/runs/" + r.id + "?download", text: "json" })]))));
     }
   }

@@ -13,120 +13,123 @@
 // "flaw" or "fix" on the step it takes (the step the eye should land on;
 // markAt: the last of that phase, as B's last try for the lock). Step 0 of
 // each starts both sales (solo: A alone), stock 10. tabs: the lessons that
-// link it (default: its lock's).
+// link it (default: its lock's). A title, an intro and a caption are keys
+// of the catalogues (static/i18n/*.json: story.NAME.title, story.NAME.N
+// for step N, or a key shared by the stories that say the same thing): a new
+// story adds its keys to en.json and zh.json.
 const presets = {
   v2: {
-    lock: "v2", fence: false, title: "v2: both read 10, both write 9",
-    intro: "A and B are two buyers, each served by its own replica. v2 locks a mutex inside each process: the two replicas do not share it.",
+    lock: "v2", fence: false, title: "story.v2.title",
+    intro: "story.v2.intro",
     steps: [
-      { who: "A", do: "next", caption: "A reads the stock: 10." },
-      { who: "B", do: "next", caption: "B reads the stock too, at the same moment: 10. A's mutex lives in another process, so nothing held B back.", mark: "flaw" },
-      { who: "A", do: "next", caption: "A checks: 10 is more than 0, so it will write 9." },
-      { who: "B", do: "next", caption: "B checks the same 10: it will write 9 as well." },
-      { who: "A", do: "end", caption: "A does its business work and writes 9: one unit sold." },
-      { who: "B", do: "end", caption: "B writes 9 too: a second unit sold, but the stock went down by one." },
+      { who: "A", do: "next", caption: "story.readA10" },
+      { who: "B", do: "next", caption: "story.v2.2", mark: "flaw" },
+      { who: "A", do: "next", caption: "story.v2.3" },
+      { who: "B", do: "next", caption: "story.v2.4" },
+      { who: "A", do: "end", caption: "story.v2.5" },
+      { who: "B", do: "end", caption: "story.v2.6" },
     ],
   },
   v4: {
-    lock: "v4", fence: false, title: "v4: A's DEL deletes B's lock",
-    intro: "v4 takes the lock with one command, SET NX with a lease (the lesson's is 10 s), and releases it with DEL.",
+    lock: "v4", fence: false, title: "story.v4.title",
+    intro: "story.v4.intro",
     steps: [
-      { who: "A", do: "next", caption: "A takes the lock: the key now holds A's id, for 10 s." },
-      { who: "A", do: "next", caption: "A reads the stock: 10." },
-      { who: "A", do: "next", caption: "A checks: 10 is more than 0." },
-      { who: "A", do: "wait", caption: "A's business work takes longer than the lease. Watch the lock's time run out between the lanes: nothing renews it." },
-      { who: "B", do: "next", caption: "The lock has expired, so B takes it: the key now holds B's id.", mark: "flaw" },
-      { who: "B", do: "next", caption: "B reads the stock: still 10, since A has not written yet." },
-      { who: "A", do: "next", caption: "A's work ends. It does not know that its lease is gone." },
-      { who: "A", do: "next", caption: "A writes 9." },
-      { who: "A", do: "end", caption: "A releases with DEL, which deletes whatever the key holds: B's lock. B still works, unprotected.", mark: "flaw" },
-      { who: "B", do: "end", caption: "B checks, writes 9 and releases: its DEL finds nothing left to delete." },
+      { who: "A", do: "next", caption: "story.takeA" },
+      { who: "A", do: "next", caption: "story.readA10" },
+      { who: "A", do: "next", caption: "story.checkA" },
+      { who: "A", do: "wait", caption: "story.v4.4" },
+      { who: "B", do: "next", caption: "story.expiredB", mark: "flaw" },
+      { who: "B", do: "next", caption: "story.v4.6" },
+      { who: "A", do: "next", caption: "story.v4.7" },
+      { who: "A", do: "next", caption: "story.writeA9" },
+      { who: "A", do: "end", caption: "story.v4.9", mark: "flaw" },
+      { who: "B", do: "end", caption: "story.v4.10" },
     ],
   },
   v5: {
-    lock: "v5", fence: false, title: "v5: A's GET matches, then its DEL deletes B's lock",
-    intro: "v5 releases only its own lock: it reads the key (GET), compares it with its id, and only then deletes it (DEL). Two commands, with time between them.",
+    lock: "v5", fence: false, title: "story.v5.title",
+    intro: "story.v5.intro",
     steps: [
-      { who: "A", do: "next", caption: "A takes the lock: the key now holds A's id, for 10 s." },
-      { who: "A", do: "next", caption: "A reads the stock: 10." },
-      { who: "A", do: "next", caption: "A checks: 10 is more than 0." },
-      { who: "A", do: "next", caption: "A does its business work." },
-      { who: "A", do: "next", caption: "A writes 9: its unit is sold, inside its lease." },
-      { who: "A", do: "next", caption: "A begins to release: it reads the key and finds its own id, so it decides to delete it." },
-      { who: "A", do: "wait", caption: "Before A's DEL goes out, A stalls (a pause, a slow network). Watch the lease run out between the lanes." },
-      { who: "B", do: "next", caption: "The lock has expired, so B takes it: the key now holds B's id.", mark: "flaw" },
-      { who: "A", do: "end", caption: "A sends the DEL its GET decided on. It deletes whatever the key holds now: B's lock. The check and the delete were two commands.", mark: "flaw" },
-      { who: "B", do: "end", caption: "B reads 9, writes 8 and releases: it worked without a lock since A's DEL." },
+      { who: "A", do: "next", caption: "story.takeA" },
+      { who: "A", do: "next", caption: "story.readA10" },
+      { who: "A", do: "next", caption: "story.checkA" },
+      { who: "A", do: "next", caption: "story.v5.4" },
+      { who: "A", do: "next", caption: "story.v5.5" },
+      { who: "A", do: "next", caption: "story.v5.6" },
+      { who: "A", do: "wait", caption: "story.v5.7" },
+      { who: "B", do: "next", caption: "story.expiredB", mark: "flaw" },
+      { who: "A", do: "end", caption: "story.v5.9", mark: "flaw" },
+      { who: "B", do: "end", caption: "story.v5.10" },
     ],
   },
   v6: {
-    lock: "v6", fence: false, title: "v6 in v4's order: A's release returns 0",
-    intro: "The same order as v4's story, against v6: its release is one script that deletes the key only if it still holds the caller's id.",
+    lock: "v6", fence: false, title: "story.v6.title",
+    intro: "story.v6.intro",
     steps: null, // v4's, with the release marked as the fix
   },
   "v6-fence": {
-    lock: "v6", fence: true, title: "v6 with fencing: A's write refused",
-    intro: "v4's order again, v6 with fencing: each holder gets a rising token, and the stock refuses a holder older than the newest it has seen.",
+    lock: "v6", fence: true, title: "story.v6-fence.title",
+    intro: "story.v6-fence.intro",
     steps: null,
   },
 };
 // v3's crash and v4's fix, in the same order: A takes the lock and reads,
 // then its sale dies; a lease's time passes; B asks for the lock.
 const crashed = (lock) => [
-  { who: "A", do: "next", caption: lock === "v3" ? "A takes the lock with SET NX and no expiry (the tutorial's SETNX): the key now holds A's id, for good."
-    : "A takes the lock with SET NX and a lease: the key now holds A's id, for 10 s." },
-  { who: "A", do: "next", caption: "A reads the stock: 10." },
-  { who: "A", do: "crash", caption: "A's sale dies here, holding the lock, before its write and before its release. Its replica stays up (a lesson on make up cannot kill one): only A's sale stops, and it sends nothing more, as a dead process would." },
-  { who: "A", do: "wait", ms: 10000, caption: lock === "v3" ? "Let a lesson's lease, 10 s, go by. Watch the lock between the lanes: it has no expiry, and nobody is left to delete it."
-    : "Wait: A is gone, but its lock has a lease. Watch it run out between the lanes: nothing renews it, nothing needs to delete it." },
+  { who: "A", do: "next", caption: lock === "v3" ? "story.crash.takeV3"
+    : "story.crash.takeV4" },
+  { who: "A", do: "next", caption: "story.readA10" },
+  { who: "A", do: "crash", caption: "story.crash.dies" },
+  { who: "A", do: "wait", ms: 10000, caption: lock === "v3" ? "story.crash.waitV3"
+    : "story.crash.waitV4" },
   lock === "v3"
-    ? { who: "B", do: "next", mark: "flaw", caption: "B asks for the lock: SET NX answers nil. The key still holds A's id, 10 s after A died." }
-    : { who: "B", do: "next", mark: "fix", caption: "B asks for the lock: A's lease has run out, so SET NX answers OK. B holds the lock." },
+    ? { who: "B", do: "next", mark: "flaw", caption: "story.crash.nilV3" }
+    : { who: "B", do: "next", mark: "fix", caption: "story.crash.okV4" },
   lock === "v3"
-    ? { who: "B", do: "end", mark: "flaw", markAt: "acquire", caption: "B asks again every 20 ms, until its deadline (5 s in a lesson): it gives up and sells nothing. Every later sale would wait the same way." }
-    : { who: "B", do: "end", caption: "B reads 10, writes 9 and releases: the unit is sold." },
+    ? { who: "B", do: "end", mark: "flaw", markAt: "acquire", caption: "story.crash.giveUpV3" }
+    : { who: "B", do: "end", caption: "story.crash.sellV4" },
 ];
 presets.v3 = {
-  lock: "v3", fence: false, title: "v3: A crashes holding the lock, B waits in vain",
-  intro: "v3 takes the lock with SETNX, with no expiry, and releases it with DEL. Here A's sale dies while it holds the lock, as a process that crashes would.",
+  lock: "v3", fence: false, title: "story.v3.title",
+  intro: "story.v3.intro",
   steps: crashed("v3"),
 };
 presets["v3-fix"] = {
-  lock: "v4", fence: false, tabs: ["v3", "v4"], title: "v4 in v3's order: A's lease runs out, B sells",
-  intro: "v3's story again, against v4: its SET NX gives the lock a lease (the lesson's, 10 s), so a crashed holder's lock runs out by itself.",
+  lock: "v4", fence: false, tabs: ["v3", "v4"], title: "story.v3-fix.title",
+  intro: "story.v3-fix.intro",
   steps: crashed("v4"),
 };
 // v6's nested acquisition and v7's fix: one sale, A, takes the lock twice,
 // as the tutorial's v7 /sale does.
 presets["v6-nested"] = {
-  lock: "v6", fence: false, nested: true, solo: true, tabs: ["v6"], title: "v6 nested: A waits on its own lock",
-  intro: "The tutorial's v7 /sale takes the lock twice, nested (a locked function calling another that locks). One buyer, A, against v6: its SET NX cannot tell A's second call from another buyer's.",
+  lock: "v6", fence: false, nested: true, solo: true, tabs: ["v6"], title: "story.v6-nested.title",
+  intro: "story.v6-nested.intro",
   steps: [
-    { who: "A", do: "next", caption: "A takes the lock: the key now holds A's id, for 10 s." },
-    { who: "A", do: "next", mark: "flaw", caption: "A asks for the lock again, nested, with the same id. SET NX answers nil: the key is taken, by A itself." },
-    { who: "A", do: "end", caption: "A keeps asking every 20 ms, waiting on itself, until its deadline (5 s in a lesson). It gives up, sells nothing, and releases its lock." },
+    { who: "A", do: "next", caption: "story.takeA" },
+    { who: "A", do: "next", mark: "flaw", caption: "story.v6-nested.2" },
+    { who: "A", do: "end", caption: "story.v6-nested.3" },
   ],
 };
 presets.v7 = {
-  lock: "v7", fence: false, nested: true, solo: true, tabs: ["v6", "v7"], title: "v7 nested: the lock counts A's second hold",
-  intro: "v6's nested story against v7: the lock is a hash whose field is the owner's id and whose value counts its holds.",
+  lock: "v7", fence: false, nested: true, solo: true, tabs: ["v6", "v7"], title: "story.v7.title",
+  intro: "story.v7.intro",
   steps: [
-    { who: "A", do: "next", caption: "A takes the lock: v7's script makes the key a hash, field A's id, count 1." },
-    { who: "A", do: "next", mark: "fix", caption: "A asks again, nested: the script finds A's own field and counts 2. A holds the lock twice; nobody waits." },
-    { who: "A", do: "end", caption: "A reads 10, writes 9, and releases twice: the count goes to 1, then to 0, and the key is deleted." },
+    { who: "A", do: "next", caption: "story.v7.1" },
+    { who: "A", do: "next", mark: "fix", caption: "story.v7.2" },
+    { who: "A", do: "end", caption: "story.v7.3" },
   ],
 };
 presets.v6.steps = presets.v4.steps.map((s, i) => i === 8
-  ? { who: "A", do: "end", caption: "A releases with the script: the key holds B's id, not A's, so it deletes nothing and answers 0. B's lock survives.", mark: "fix" }
-  : i === 9 ? { who: "B", do: "end", caption: "B writes 9 and releases its own lock. The release is fixed; the write A made after its lease ran out is not." } : s);
+  ? { who: "A", do: "end", caption: "story.v6.9", mark: "fix" }
+  : i === 9 ? { who: "B", do: "end", caption: "story.v6.10" } : s);
 presets["v6-fence"].steps = presets.v4.steps.map((s, i) => ({
-  0: { who: "A", do: "next", caption: "A takes the lock and gets token 1." },
-  1: { who: "A", do: "next", caption: "A reads the stock through the fenced script: 10. The stock notes token 1 as its newest holder." },
-  4: { who: "B", do: "next", caption: "The lock has expired, so B takes it, with token 2." },
-  5: { who: "B", do: "next", caption: "B reads the stock: 10. The stock now knows token 2." },
-  7: { who: "A", do: "next", caption: "A tries to write 9 with token 1. The stock has seen token 2: it refuses the write.", mark: "fix" },
-  8: { who: "A", do: "end", caption: "A gives up without selling and releases: the script finds B's id, deletes nothing, answers 0." },
-  9: { who: "B", do: "end", caption: "B writes 9 and releases its lock: the unit is sold once." },
+  0: { who: "A", do: "next", caption: "story.v6-fence.1" },
+  1: { who: "A", do: "next", caption: "story.v6-fence.2" },
+  4: { who: "B", do: "next", caption: "story.v6-fence.5" },
+  5: { who: "B", do: "next", caption: "story.v6-fence.6" },
+  7: { who: "A", do: "next", caption: "story.v6-fence.8", mark: "fix" },
+  8: { who: "A", do: "end", caption: "story.v6-fence.9" },
+  9: { who: "B", do: "end", caption: "story.v6-fence.10" },
 }[i] || s));
 
 // v8's paused holder, and fencing's fix in the same order: A is paused
@@ -134,32 +137,30 @@ presets["v6-fence"].steps = presets.v4.steps.map((s, i) => ({
 // gate, as a GC pause or SIGSTOP freezes a process) before its write, after
 // its last check of its lease; "resume" wakes it. Time runs for real.
 const paused = (fence) => [
-  { who: "A", do: "next", caption: "A takes the lock: v8's script makes the key a hash holding A's id, for 10 s, and A's watchdog starts renewing it every 3.3 s." },
-  { who: "A", do: "next", caption: "A takes it again, nested, as the tutorial's /sale does: the count goes to 2." },
-  { who: "A", do: "next", caption: fence ? "A reads the stock through the fenced script: 10. The stock notes A's token as its newest holder." : "A reads the stock: 10." },
-  { who: "A", do: "next", caption: "A checks: 10 is more than 0." },
-  { who: "A", do: "next", caption: "A does its business work, then checks that its lease is still valid: it is. A is stopped before its write." },
-  { who: "A", do: "wait", ms: 4000, caption: "A is stopped, but its watchdog is not: watch the lock's time between the lanes jump back up to 10 s at each renewal." },
-  { who: "A", do: "pause", caption: "A's whole process freezes now, as a long GC pause or a SIGSTOP would: its watchdog runs inside it, so it freezes too. Its next renewal waits, unsent." },
-  { who: "A", do: "wait", caption: "Nothing renews the lease any more. Watch it run out between the lanes, in real time." },
-  { who: "B", do: "next", mark: fence ? "" : "flaw", caption: fence ? "The lock is free, so B takes it, with a higher token than A's." : "The lock is free, so B takes it: the key now holds B's id, while A, frozen, still believes it holds the lock." },
-  { who: "B", do: "next", caption: "B takes it again, nested: the count goes to 2." },
-  { who: "B", do: "next", caption: fence ? "B reads the stock: 10. The stock now knows B's token, newer than A's." : "B reads the stock: still 10, since A has not written." },
-  { who: "A", do: "resume", caption: "A wakes up. The renewal its watchdog held since the freeze goes out now and finds B's lock: it answers 0, too late to stop the write A is about to make." },
-  fence
-    ? { who: "A", do: "next", mark: "fix", caption: "A tries to write 9 with its old token. The stock has seen B's newer one: it refuses the write." }
-    : { who: "A", do: "next", mark: "flaw", caption: "A writes 9. It checked its lease before the freeze and does not check again: the write lands while B holds the lock." },
-  { who: "A", do: "end", caption: "A releases: the script finds no hold of A's in the key and deletes nothing." },
-  { who: "B", do: "end", caption: fence ? "B checks, writes 9 and releases its lock: the unit is sold once." : "B checks its 10, writes 9 and releases: a second unit sold, but the stock went down by one." },
+  { who: "A", do: "next", caption: "story.v8.1" },
+  { who: "A", do: "next", caption: "story.v8.2" },
+  { who: "A", do: "next", caption: fence ? "story.v8-fence.3" : "story.v8.3" },
+  { who: "A", do: "next", caption: "story.v8.4" },
+  { who: "A", do: "next", caption: "story.v8.5" },
+  { who: "A", do: "wait", ms: 4000, caption: "story.v8.6" },
+  { who: "A", do: "pause", caption: "story.v8.7" },
+  { who: "A", do: "wait", caption: "story.v8.8" },
+  { who: "B", do: "next", mark: fence ? "" : "flaw", caption: fence ? "story.v8-fence.9" : "story.v8.9" },
+  { who: "B", do: "next", caption: "story.v8.10" },
+  { who: "B", do: "next", caption: fence ? "story.v8-fence.11" : "story.v8.11" },
+  { who: "A", do: "resume", caption: "story.v8.12" },
+  { who: "A", do: "next", mark: fence ? "fix" : "flaw", caption: fence ? "story.v8-fence.13" : "story.v8.13" },
+  { who: "A", do: "end", caption: "story.v8.14" },
+  { who: "B", do: "end", caption: fence ? "story.v8-fence.15" : "story.v8.15" },
 ];
 presets.v8 = {
-  lock: "v8", fence: false, tabs: ["v8"], title: "v8: a paused holder writes after B took the lock",
-  intro: "v8 renews its lease with a watchdog for as long as its holder runs. Here A's whole process is paused, as a long GC pause or a SIGSTOP would pause it: the watchdog inside it stops too. The lesson's lease is 10 s, and time runs for real.",
+  lock: "v8", fence: false, tabs: ["v8"], title: "story.v8.title",
+  intro: "story.v8.intro",
   steps: paused(false),
 };
 presets["v8-fence"] = {
-  lock: "v8", fence: true, tabs: ["v8"], title: "v8 with fencing: the paused holder's write refused",
-  intro: "v8's paused holder again, with fencing: each holder gets a rising token, and the stock refuses a holder older than the newest it has seen.",
+  lock: "v8", fence: true, tabs: ["v8"], title: "story.v8-fence.title",
+  intro: "story.v8-fence.intro",
   steps: paused(true),
 };
 
@@ -172,7 +173,7 @@ function initSteps() {
   for (const v of state.config.versions) sel.append(el("option", { value: v.name, text: v.name }));
   sel.value = "v4";
   $("#steps-presets").replaceChildren(...Object.entries(presets).map(([k, p]) =>
-    el("a", { href: "#/lesson/" + k, className: "preset", "data-preset": k, text: p.title })));
+    el("a", { href: "#/lesson/" + k, className: "preset", "data-preset": k, text: t(p.title) })));
   $("#steps-start").onclick = () => { // by hand: no story
     steps.preset = null;
     if (location.hash.startsWith("#/lesson/")) history.replaceState(null, "", location.pathname);
@@ -380,27 +381,27 @@ function judge() {
   const out = [];
   const A = steps.sales.A.s, B = steps.sales.B && steps.sales.B.s;
   const ra = (A.result || {}).reply || {}, rb = B ? (B.result || {}).reply || {} : {};
-  if (B && ra.sold && rb.sold && ra.remaining === rb.remaining) out.push({ bad: true, text: "One unit sold twice: both sales sold, and both left " + ra.remaining + " in stock." });
+  if (B && ra.sold && rb.sold && ra.remaining === rb.remaining) out.push({ bad: true, text: t("judge.soldTwice", { n: ra.remaining }) });
   // A crashed holder: what became of the other sale, and of its lock.
   for (const [x, y, X, Y] of B ? [[A, B, "A", "B"], [B, A, "B", "A"]] : []) {
     if (!x.crashed || !x.done.some(granted)) continue;
     const ry = (y.result || {}).reply || {};
-    if (ry.code === "lock_timeout") out.push({ bad: true, text: Y + " sold nothing: it asked for the lock " + y.done.filter((d) => d.phase === "acquire").length + " times and gave up at its deadline, while " + X + ", crashed, still held it." });
-    if (ry.sold) out.push({ bad: false, text: Y + " took the lock once " + X + "'s lease had run out, and sold: " + X + "'s crash held " + Y + " up only until then." });
+    if (ry.code === "lock_timeout") out.push({ bad: true, text: t("judge.waitedCrashed", { X, Y, n: y.done.filter((d) => d.phase === "acquire").length }) });
+    if (ry.sold) out.push({ bad: false, text: t("judge.afterLease", { X, Y }) });
     const lock = storeLock();
-    if (lock && ownerOf(lock.owner) === X) out.push({ bad: true, text: X + "'s lock is still in Redis" + (lock.pttl_ms < 0 ? ", with no expiry: nobody is left to delete it, and every later sale would wait the same way." : ".") });
+    if (lock && ownerOf(lock.owner) === X) out.push({ bad: true, text: t(lock.pttl_ms < 0 ? "judge.lockForever" : "judge.lockLeft", { X }) });
   }
   // A nested acquisition: waited on its own lock, or counted.
   for (const [x, X] of B ? [[A, "A"], [B, "B"]] : [[A, "A"]]) {
     const acq = x.done.filter((d) => d.phase === "acquire"), first = acq.findIndex(granted);
     const r = (x.result || {}).reply || {};
     if (first >= 0 && r.code === "lock_timeout" && !x.crashed) {
-      out.push({ bad: true, text: X + " waited on its own lock: its nested acquisition found the key held by " + X + " itself, asked " + (acq.length - first - 1) + " times and gave up at its deadline. Nothing sold." });
+      out.push({ bad: true, text: t("judge.waitedSelf", { X, n: acq.length - first - 1 }) });
     }
     // v8 nests as v7 does: said in v7's story, not in a paused holder's.
     const pausedHolder = [A, B].some((y) => y && y.done.some((d) => d.phase === "background" && d.reply === "0"));
     if (acq.filter(granted).length >= 2 && r.sold && !pausedHolder) {
-      out.push({ bad: false, text: X + " took its own lock a second time, the lock counting it, and sold: the nested acquisition did not wait on itself." });
+      out.push({ bad: false, text: t("judge.reentered", { X }) });
     }
   }
   for (const [x, y, X, Y] of B ? [[A, B, "A", "B"], [B, A, "B", "A"]] : []) {
@@ -416,21 +417,20 @@ function judge() {
     // lease ran out before the other took the lock and released its own.
     const mine = x.done.find(granted);
     if (y.crashed || !mine || !(new Date(mine.end) < new Date(got.end))) continue;
-    if (rel.reply === "1") out.push({ bad: true, text: Y + "'s lock deleted by " + X + ": " + X + "'s release removed the key while " + Y + " still held it." });
-    if (rel.reply === "0") out.push({ bad: false, text: X + "'s release answered 0: " + Y + "'s lock survived." });
+    if (rel.reply === "1") out.push({ bad: true, text: t("judge.deleted", { X, Y }) });
+    if (rel.reply === "0") out.push({ bad: false, text: t("judge.survived", { X, Y }) });
   }
   // A paused holder (v8): its watchdog, frozen with it, found on waking
   // that the lease had gone to the other.
   for (const [x, Y, X] of B ? [[A, "B", "A"], [B, "A", "B"]] : []) {
     const r = (x.result || {}).reply || {};
     if (!x.done.some((d) => d.phase === "background" && d.reply === "0")) continue;
-    if (r.sold) out.push({ bad: true, text: "Two holders: " + X + " was paused, its watchdog with it, its lease ran out and " + Y + " took the lock; " + X + " woke and wrote anyway, having checked its lease before the pause." });
-    else out.push({ bad: false, text: X + " was paused, its watchdog with it, its lease ran out and " + Y + " took the lock; " + X + " woke, but its stale write did not land." });
+    out.push({ bad: Boolean(r.sold), text: t(r.sold ? "judge.pausedWrote" : "judge.pausedRefused", { X, Y }) });
   }
   for (const [r, X] of [[ra, "A"], [rb, "B"]]) {
-    if (r.code === "fenced") out.push({ bad: false, text: X + "'s write was refused by the stock: a newer holder had touched it. Nothing was sold twice." });
+    if (r.code === "fenced") out.push({ bad: false, text: t("judge.fenced", { X }) });
   }
-  if (!out.length) out.push({ bad: false, text: B ? "Each unit sold once: the lock kept the two sales apart." : "Sold once." });
+  if (!out.length) out.push({ bad: false, text: t(B ? "judge.once" : "judge.soldOnce") });
   return out;
 }
 
@@ -460,14 +460,14 @@ function drawSteps() {
   if (p) {
     const wait = waiting(st);
     next.disabled = steps.busy || (Boolean(steps.sales.A) && !st) || wait;
-    next.textContent = !steps.sales.A ? (p.solo ? "Start: stock 10, A stopped before its first step" : "Start: stock 10, A and B stopped before their first step")
-      : !st ? "The end" : st.do === "wait" ? (wait ? (st.ms ? "Waiting: " + Math.ceil((st.ms - (Date.now() - steps.waitFrom)) / 1000) + " s to go..." : "Waiting for the lease to run out...")
-        : storeLock() ? "Next: " + st.ms / 1000 + " s have passed" : "Next: the lease has run out")
-      : "Next: " + st.who + (st.do === "end" ? " to the end" : st.do === "crash" ? "'s sale crashes" : st.do === "pause" ? " is paused"
-        : st.do === "resume" ? " resumes" : "'s next step");
-    $("#steps-caption").textContent = !steps.sales.A ? p.intro : st ? (steps.at + 1) + " of " + p.steps.length + ". " + st.caption
-      : p.steps[p.steps.length - 1].caption;
-  } else $("#steps-caption").textContent = "Pick a story above, or a version below and start A and B, then step them by hand.";
+    next.textContent = !steps.sales.A ? t(p.solo ? "steps.startSolo" : "steps.startBoth")
+      : !st ? t("steps.theEnd") : st.do === "wait" ? (wait ? (st.ms ? t("steps.waitingFor", { s: Math.ceil((st.ms - (Date.now() - steps.waitFrom)) / 1000) }) : t("steps.waitingLease"))
+        : storeLock() ? t("steps.nextPassed", { s: st.ms / 1000 }) : t("steps.nextLeaseOut"))
+      : t(st.do === "end" ? "steps.nextEnd" : st.do === "crash" ? "steps.nextCrash" : st.do === "pause" ? "steps.nextPause"
+        : st.do === "resume" ? "steps.nextResume" : "steps.nextStep", { who: st.who });
+    $("#steps-caption").textContent = !steps.sales.A ? t(p.intro) : st ? t("steps.stepOf", { n: steps.at + 1, of: p.steps.length }) + t(st.caption)
+      : t(p.steps[p.steps.length - 1].caption);
+  } else $("#steps-caption").textContent = t("steps.pick");
   for (const w of lanes) drawLane(w);
   drawStore();
   const v = judge();
@@ -475,7 +475,7 @@ function drawSteps() {
   box.hidden = !v;
   if (v) {
     box.dataset.word = v.some((f) => f.bad) ? "violated" : "ok";
-    box.replaceChildren(el("span", { className: "word", text: box.dataset.word === "violated" ? "broken" : "held" }),
+    box.replaceChildren(el("span", { className: "word", text: t(box.dataset.word === "violated" ? "steps.broken" : "steps.held") }),
       ...v.map((f) => el("p", { "data-bad": String(f.bad), text: f.text })));
   }
 }
@@ -485,34 +485,30 @@ function drawLane(w) {
   const lane = $("#lane-" + w);
   lane.dataset.state = s ? s.s.state : "";
   lane.dataset.paused = String(Boolean(s && s.s.paused));
-  lane.querySelector(".who").textContent = s ? "on " + s.replica + " · " + s.lock + (s.fence ? " fenced" : "") + " · " + (s.s.paused ? "paused" : s.s.state) : "not started";
+  lane.querySelector(".who").textContent = s ? t("steps.on", { replica: s.replica }) + " · " + s.lock + (s.fence ? t("steps.fenced") : "") + " · " + t("steps.state." + (s.s.paused ? "paused" : s.s.state)) : t("steps.notStarted");
   const list = lane.querySelector("ol");
   const items = s ? runs(s.s.done).map((g) => stepItem(g[0], g.map((d) => steps.marks[w + ":" + d.n]).find(Boolean), false, g)) : [];
   // What a paused sale's background goroutines wait to send (v8's watchdog).
   for (const h of (s && s.s.held) || []) {
     items.push(el("li", { className: "step", "data-phase": "background", "data-held": "true" },
       el("span", { className: "phase", text: "background" }), el("code", { className: "cmd", text: h.command }),
-      el("span", { className: "reply", text: "held: " + w + " is paused" })));
+      el("span", { className: "reply", text: t("steps.heldPaused", { who: w }) })));
   }
   if (s && s.s.next) items.push(stepItem(s.s.next, "", true));
   if (s && s.s.state === "done" && s.s.crashed) {
     items.push(el("li", { className: "result", "data-sold": "false", "data-crashed": "true",
-      text: "crashed: it sent nothing more, not even its release" + (s.s.left ? "; its lock stays in Redis until the reset" : s.s.forgot === "1" ? "; its lock was removed at the reset" : "") }));
+      text: t("steps.crashed") + (s.s.left ? t("steps.lockStays") : s.s.forgot === "1" ? t("steps.lockRemoved") : "") }));
   } else if (s && s.s.state === "done") {
     const r = s.s.result || {}, rep = r.reply || {};
-    const said = rep.sold ? "sold, " + rep.remaining + " left" + (rep.warning ? (/not held/.test(rep.warning) ? "; its lock was no longer its own at release" : "; releasing its lock failed") : "")
-      : "not sold: " + (words[rep.code] || rep.code || (s.s.cancelled ? "stopped by the reset" : "?"));
-    items.push(el("li", { className: "result", "data-sold": String(Boolean(rep.sold)), text: "answered " + r.status + ", " + said }));
+    const said = rep.sold ? t("steps.sold", { n: rep.remaining }) + (rep.warning ? t(/not held/.test(rep.warning) ? "steps.notOwnAtRelease" : "steps.releaseFailed") : "")
+      : t("steps.notSold", { why: has("code." + rep.code) ? t("code." + rep.code) : rep.code || (s.s.cancelled ? t("code.client_gone") : "?") });
+    items.push(el("li", { className: "result", "data-sold": String(Boolean(rep.sold)), text: t("steps.answered", { status: r.status, said }) }));
   }
   list.replaceChildren(...items);
   const stopped = s && s.s.state === "stopped";
   lane.querySelector(".next").disabled = !stopped || steps.busy || s.s.paused;
   lane.querySelector(".end").disabled = !s || s.s.state === "done" || steps.busy || s.s.paused;
 }
-
-// words are the result codes a lesson can end on, in plain words.
-const words = { fenced: "the stock refused its write (fenced)", sold_out: "sold out", lock_timeout: "it gave up waiting for the lock",
-  client_gone: "stopped by the reset", lease_lost: "it knew its lock was lost" };
 
 // runs groups the steps a waiter repeats (the same command, the same reply:
 // B's SET NX answered nil every 20 ms) into one line each.
@@ -530,40 +526,56 @@ function runs(done) {
 function stepItem(d, mark, pending, group) {
   const times = group ? group.length : 1;
   const li = el("li", { className: "step", "data-phase": d.phase || "", "data-mark": mark || "" },
-    el("span", { className: "phase", text: d.phase || "" }), el("code", { className: "cmd", text: d.command }));
+    el("span", { className: "phase", text: d.phase && has("phase." + d.phase) ? t("phase." + d.phase) : d.phase || "" }), el("code", { className: "cmd", text: stepText(d.command) }));
   if (times > 1) li.dataset.times = String(times);
   if (pending) {
     li.dataset.next = "true";
-    li.append(el("span", { className: "reply", text: "next" }));
+    li.append(el("span", { className: "reply", text: t("steps.next") }));
   } else if (/^\(error\) NOSCRIPT/.test(d.reply)) { // go-redis sends the script itself next: not the story
     li.dataset.retry = "true";
-    li.append(el("span", { className: "arrow", text: " -> " }), el("span", { className: "reply", title: d.reply, text: "script not loaded yet: sent again as EVAL" }));
-  } else li.append(el("span", { className: "arrow", text: " -> " }), el("code", { className: "reply", text: d.reply }));
-  if (times > 1) li.append(el("span", { className: "times", text: " ×" + times + " in " + waited(group) + " s" }));
+    li.append(el("span", { className: "arrow", text: " -> " }), el("span", { className: "reply", title: d.reply, text: t("steps.noscript") }));
+  } else li.append(el("span", { className: "arrow", text: " -> " }), el("code", { className: "reply", text: stepText(d.reply) }));
+  if (times > 1) li.append(el("span", { className: "times", text: t("steps.times", { n: times, s: waited(group) }) }));
   return li;
+}
+
+// stepText is a step as the sale names it: a Redis command or reply as
+// sent and received, or one of the sale's own steps (its check, its business
+// work), said in the page's language.
+const stepForms = [
+  [/^check: stock (?<n>-?\d+) > 0$/, "step.check"], [/^yes: write (?<n>-?\d+)$/, "step.yes"], [/^no: sold out$/, "step.no"],
+  [/^business work: (?<d>\S+)$/, "step.work"], [/^done$/, "step.done"],
+];
+
+function stepText(text) {
+  for (const [re, key] of i18n.lang === "en" ? [] : stepForms) {
+    const m = (text || "").match(re);
+    if (m) return t(key, m.groups);
+  }
+  return text;
 }
 
 function drawStore() {
   const s = steps.store;
   const box = $("#store");
-  if (!s) { box.replaceChildren(el("p", { className: "why", text: "read live once A and B start" })); return; }
+  if (!s) { box.replaceChildren(el("p", { className: "why", text: t("store.before") })); return; }
   const lock = s.lock;
   const who = lock ? ownerOf(lock.owner) : "";
   box.dataset.owner = who;
-  const ttl = lock ? (lock.pttl_ms < 0 ? "no expiry" : (lock.pttl_ms / 1000).toFixed(1) + " s left") : "";
+  const ttl = lock ? (lock.pttl_ms < 0 ? t("store.noExpiry") : t("store.left", { s: (lock.pttl_ms / 1000).toFixed(1) })) : "";
   const bar = el("div", { className: "bar" }, el("span"));
   bar.firstChild.style.width = lock && lock.pttl_ms > 0 ? Math.min(100, lock.pttl_ms / 100) + "%" : "0";
   box.replaceChildren(...[
-    el("div", { className: "stock" }, el("small", { text: s.stock_key }), el("b", { text: s.stock == null ? "no stock key" : s.stock })),
+    el("div", { className: "stock" }, el("small", { text: s.stock_key }), el("b", { text: s.stock == null ? t("store.noStock") : s.stock })),
     el("div", { className: "lock", "data-held": String(Boolean(lock)) },
-      el("small", { text: "the lock" }),
-      el("b", { text: lock ? "held by " + (who || "another sale") : "no lock key in Redis" }),
+      el("small", { text: t("store.lock") }),
+      el("b", { text: lock ? t("store.heldBy", { who: who || t("store.another") }) : t("store.noLock") }),
       lock ? el("code", { text: lock.owner.slice(0, 13) + "…" }) : null,
       // A hash lock (v7, v8): its field is the owner, its value the holds.
       lock && lock.type === "hash" ? el("span", { className: "count", "data-count": lock.count,
-        text: "a hash: field " + (who || "owner") + "'s id, count " + lock.count + (lock.count > 1 ? " (held " + lock.count + " times, nested)" : "") }) : null,
+        text: t("store.hash", { who: who || t("store.owner"), n: lock.count }) + (lock.count > 1 ? t("store.nested", { n: lock.count }) : "") }) : null,
       lock ? el("span", { className: "ttl", text: ttl }) : null, lock && lock.pttl_ms > 0 ? bar : null),
-    s.fence ? el("div", { className: "fence" }, el("small", { text: "the stock's newest holder" }),
-      el("b", { text: "token " + s.fence.token + " (" + (ownerOf(s.fence.owner) || "another sale") + ")" })) : null,
+    s.fence ? el("div", { className: "fence" }, el("small", { text: t("store.newest") }),
+      el("b", { text: t("store.token", { token: s.fence.token, who: ownerOf(s.fence.owner) || t("store.another") }) })) : null,
   ].filter(Boolean));
 }
