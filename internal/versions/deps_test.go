@@ -1,7 +1,10 @@
 package versions_test
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -39,4 +42,34 @@ func forbidden(dep string) bool {
 		}
 	}
 	return false
+}
+
+// The rooms stay of one size a reader takes in (issue 47): no non-test Go
+// file over 500 lines, at most two over 400 (each of one concern: the sale
+// and the ZooKeeper lock today).
+func TestRoomsStaySmall(t *testing.T) {
+	out, err := exec.Command("git", "-C", "../..", "ls-files", "*.go").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err) // a source archive: nothing to list
+	}
+	var over400 []string
+	for _, f := range strings.Fields(string(out)) {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("../..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := strings.Count(string(raw), "\n")
+		switch {
+		case n > 500:
+			t.Errorf("%s has %d lines: over 500, split it by concern", f, n)
+		case n > 400:
+			over400 = append(over400, fmt.Sprintf("%s (%d)", f, n))
+		}
+	}
+	if len(over400) > 2 {
+		t.Errorf("%d files over 400 lines, at most 2: %s", len(over400), strings.Join(over400, ", "))
+	}
 }
