@@ -52,31 +52,19 @@ func (s *Sale) Resume() error {
 // and answered, at most d (or until ctx ends), and returns the state: what
 // a resume answers, once the renewal it let go has found what it found.
 func (s *Sale) Unheld(ctx context.Context, d time.Duration) State {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for {
-		s.mu.Lock()
-		busy, changed := len(s.held) > 0 || s.sending > 0, s.changed
+	return s.await(ctx, d, func() bool {
+		if len(s.held) > 0 || s.sending > 0 {
+			return false
+		}
 		// A script answered NOSCRIPT is sent again as EVAL by the
 		// client, in a command of its own: the answer is that one's.
-		for i := len(s.done) - 1; i >= 0 && !busy; i-- {
+		for i := len(s.done) - 1; i >= 0; i-- {
 			if s.done[i].Phase == Background {
-				busy = strings.Contains(s.done[i].Reply, "NOSCRIPT")
-				break
+				return !strings.Contains(s.done[i].Reply, "NOSCRIPT")
 			}
 		}
-		s.mu.Unlock()
-		if !busy {
-			return s.State()
-		}
-		select {
-		case <-changed:
-		case <-t.C:
-			return s.State()
-		case <-ctx.Done():
-			return s.State()
-		}
-	}
+		return true
+	})
 }
 
 // hold waits while the sale is paused before a background command is sent

@@ -221,13 +221,19 @@ func (s *Sale) End() error {
 // until ctx ends), and returns its state: what an advance answers, once the
 // step it let go has run.
 func (s *Sale) Settle(ctx context.Context, d time.Duration) State {
+	return s.await(ctx, d, func() bool { return s.finished || s.next != nil })
+}
+
+// await waits until done holds (asked under the sale's lock, again at each
+// change), at most d or until ctx ends, and returns the state then.
+func (s *Sale) await(ctx context.Context, d time.Duration, done func() bool) State {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
 		s.mu.Lock()
-		settled, changed := s.finished || s.next != nil, s.changed
+		ok, changed := done(), s.changed
 		s.mu.Unlock()
-		if settled {
+		if ok {
 			return s.State()
 		}
 		select {
