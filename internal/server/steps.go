@@ -115,55 +115,42 @@ func (h *handlers) stepEnd(w http.ResponseWriter, r *http.Request) {
 
 // stepPause pauses the sale stopped before a step (the lab's v8 story: a
 // holder frozen by a GC pause or SIGSTOP): its watchdog's renewals are held
-// at the gate until stepResume, so its lease runs out for real.
+// at the gate until stepResume, so its lock's lease runs out for real.
 func (h *handlers) stepPause(w http.ResponseWriter, r *http.Request) {
-	s := h.stepped(w, r)
-	if s == nil {
-		return
-	}
-	switch err := s.Pause(); {
-	case errors.Is(err, step.ErrNoPause):
-		writeError(w, api.CodeBadRequest, err.Error())
-		return
-	case err != nil:
-		writeError(w, api.CodeNotStopped, err.Error()+": it is "+s.State().State)
-		return
-	}
-	writeJSON(w, http.StatusOK, s.State())
+	h.stepAct(w, r, (*step.Sale).Pause, step.ErrNoPause, func(s *step.Sale) step.State { return s.State() })
 }
 
 // stepResume wakes a paused sale: the renewals it held go out now, and it
 // is stopped before the step it was paused at. It answers once they have
 // (or stepSettle passed), so the page shows what they found.
 func (h *handlers) stepResume(w http.ResponseWriter, r *http.Request) {
-	s := h.stepped(w, r)
-	if s == nil {
-		return
-	}
-	if err := s.Resume(); err != nil {
-		writeError(w, api.CodeNotStopped, err.Error()+": it is "+s.State().State)
-		return
-	}
-	writeJSON(w, http.StatusOK, s.Unheld(r.Context(), stepSettle))
+	h.stepAct(w, r, (*step.Sale).Resume, nil, func(s *step.Sale) step.State { return s.Unheld(r.Context(), stepSettle) })
 }
 
 // stepCrash crashes the sale where it stands (the lab's v3 story: a holder
 // that dies): it sends nothing more, not even its release, and its lock
 // stays in the store until the reset (stepCancel) removes it.
 func (h *handlers) stepCrash(w http.ResponseWriter, r *http.Request) {
+	h.stepAct(w, r, (*step.Sale).Crash, step.ErrNoCrash, func(s *step.Sale) step.State { return s.Settle(r.Context(), stepSettle) })
+}
+
+// stepAct does act to the sale named in r and answers with its state as
+// answer reads it: 400 when its lock cannot be so acted on (refused), 409
+// when the sale is not where it can be (not stopped, paused, done).
+func (h *handlers) stepAct(w http.ResponseWriter, r *http.Request, act func(*step.Sale) error, refused error, answer func(*step.Sale) step.State) {
 	s := h.stepped(w, r)
 	if s == nil {
 		return
 	}
-	switch err := s.Crash(); {
-	case errors.Is(err, step.ErrNoCrash):
+	switch err := act(s); {
+	case refused != nil && errors.Is(err, refused):
 		writeError(w, api.CodeBadRequest, err.Error())
 		return
 	case err != nil:
 		writeError(w, api.CodeNotStopped, err.Error()+": it is "+s.State().State)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.Settle(r.Context(), stepSettle))
+	writeJSON(w, http.StatusOK, answer(s))
 }
 
 // stepCancel cancels the sale (the lesson's reset): it writes nothing more
