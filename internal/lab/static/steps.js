@@ -575,7 +575,9 @@ function drawStore() {
       lock && lock.type === "hash" ? el("span", { className: "count", "data-count": lock.count,
         text: t("store.hash", { who: who || t("store.owner"), n: lock.count }) + (lock.count > 1 ? t("store.nested", { n: lock.count }) : "") }) : null,
       lock ? el("span", { className: "ttl", text: ttl }) : null, lock && lock.pttl_ms > 0 ? bar : null),
-    s.fence ? el("div", { className: "fence" }, el("small", { text: t("store.newest") }),
+    // The stock's newest fenced holder, read only by fenced sales: left by
+    // an earlier fenced story, it means nothing to unfenced ones.
+    s.fence && Object.values(steps.sales).some((x) => x && x.fence) ? el("div", { className: "fence" }, el("small", { text: t("store.newest") }),
       el("b", { text: t("store.token", { token: s.fence.token, who: ownerOf(s.fence.owner) || t("store.another") }) })) : null,
   ].filter(Boolean));
 }
