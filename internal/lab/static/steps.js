@@ -391,8 +391,9 @@ function judge() {
 }
 
 // granted says that a lock command's reply granted it: OK (SET NX), 1
-// (SETNX, a script), or a fencing token.
-function granted(d) { return d.phase === "acquire" && (d.reply === "OK" || /^[1-9][0-9]*$/.test(d.reply)); }
+// (SETNX, a script, GET_LOCK), or a fencing token; not db-getlock's
+// connection id, a number asked before its GET_LOCK.
+function granted(d) { return d.phase === "acquire" && (d.reply === "OK" || /^[1-9][0-9]*$/.test(d.reply)) && !/^SELECT CONNECTION_ID\(\)/.test(d.command); }
 
 // waited is the time from the first of these steps to the end of the last,
 // in seconds.
