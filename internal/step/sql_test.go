@@ -229,3 +229,44 @@ func BenchmarkSQLUnarmed(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkConnectorUnarmed is the gate's own cost per statement for an
+// unarmed request, without I/O: the context lookup in a request-sized
+// context, and the wrapper's call. The connection answers at once: what is
+// measured is the wrapper, not a database.
+func BenchmarkConnectorUnarmed(b *testing.B) {
+	ctx := context.Background()
+	for range 8 {
+		ctx = context.WithValue(ctx, new(int), 1)
+	}
+	args := []driver.NamedValue{{Ordinal: 1, Value: "lock"}}
+	for _, gated := range []bool{false, true} {
+		name, c := "no-gate", driver.Connector(instant{})
+		if gated {
+			name, c = "gate-unarmed", step.Connector(c)
+		}
+		conn, err := c.Connect(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ex := conn.(driver.ExecerContext)
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				_, _ = ex.ExecContext(ctx, "SELECT RELEASE_LOCK(?)", args)
+			}
+		})
+	}
+}
+
+// instant is a connection that answers every statement at once, sending
+// nothing: the benchmark's baseline.
+type instant struct{}
+
+func (instant) Connect(context.Context) (driver.Conn, error) { return instant{}, nil }
+func (instant) Driver() driver.Driver                        { return nil }
+func (instant) Prepare(string) (driver.Stmt, error)          { return nil, driver.ErrSkip }
+func (instant) Close() error                                 { return nil }
+func (instant) Begin() (driver.Tx, error)                    { return nil, driver.ErrSkip }
+func (instant) ExecContext(context.Context, string, []driver.NamedValue) (driver.Result, error) {
+	return driver.RowsAffected(1), nil
+}

@@ -231,7 +231,10 @@ async function act(w, what) {
     const path = "/lab/api/lesson/" + encodeURIComponent(s.replica) + "/steps/" + encodeURIComponent(s.id) + "/" + what;
     s.s = await api("POST", path);
     // Until it stops again or ends (a wait for the lock, the business work).
-    while (s.s.state === "running") {
+    // By hand, the other lane stays free meanwhile (tick follows this one):
+    // a waiter that waits in its server (etcd's watch, GET_LOCK) is woken
+    // only by the holder's release, which the learner must be able to step.
+    while (steps.preset && s.s.state === "running") {
       await new Promise((ok) => setTimeout(ok, 200));
       s.s = await api("GET", "/lab/api/lesson/" + encodeURIComponent(s.replica) + "/steps/" + encodeURIComponent(s.id));
     }
