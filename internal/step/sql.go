@@ -323,7 +323,10 @@ func execReply(res driver.Result, err error) string {
 	if n == 1 {
 		s = "1 row affected"
 	}
-	if id, err := res.LastInsertId(); err == nil && id != 0 {
+	// A statement that changed nothing may still report one (the db
+	// lock's VALUES sets LAST_INSERT_ID(1) on a duplicate too): nothing
+	// was inserted, and the lock does not read it.
+	if id, err := res.LastInsertId(); err == nil && id != 0 && n > 0 {
 		s += fmt.Sprintf(", last insert id %d", id)
 	}
 	return s
