@@ -81,10 +81,12 @@ func mustMatchT(t *testing.T, what, got, pattern string) []string {
 }
 
 // TestLessonStepGates steps A and B by hand, on a stack started as make up
-// starts it, through the etcd lock and the database lock, whose requests
-// the gates in their clients show (issue 45: etcd's gRPC interceptors,
-// database/sql's connector): each request is shown before it is sent and
-// done with etcd's or MariaDB's reply, read back from etcd where it tells.
+// starts it, through the etcd lock, the database locks (db, db-getlock)
+// and the ZooKeeper lock, whose requests the gates show (issue 45: etcd's
+// gRPC interceptors, database/sql's connector, the ZooKeeper recipe's call
+// sites): each request is shown before it is sent and done with the
+// server's reply, read back from etcd where it tells; a waiter that waits
+// in its server is woken by the holder's release, stepped meanwhile.
 func TestLessonStepGates(t *testing.T) {
 	bin := clusterBin(t)
 	port := redistest.FreePort(t)
@@ -198,6 +200,69 @@ func TestLessonStepGates(t *testing.T) {
 		t.Fatalf("B ended %s: %s", p.lane("B"), p.eval(`document.querySelector("#lane-B .result").textContent`))
 	}
 	p.shots("db-by-hand")
+
+	// db-getlock: B's GET_LOCK waits in the server while A holds, the page
+	// free to step A; A's RELEASE_LOCK hands the lock to B's wait.
+	p.eval(`document.querySelector("#steps-reset").click(), ""`)
+	waitFor(t, ctx, "reset", `document.querySelector("#steps-panel").dataset.started === "false"`)
+	p.byHand("db-getlock")
+	mustMatchT(t, "A's connection id", p.press("A", "next")[0].Reply, `\d+`)
+	a = p.press("A", "next")
+	if got := a[1]; !strings.HasPrefix(got.Cmd, "SELECT GET_LOCK('locklab:") || got.Reply != "1" {
+		t.Fatalf("A's GET_LOCK: %+v, want it answering 1", got)
+	}
+	p.press("B", "next")
+	mustMatchT(t, "B's next step", p.pending("B"), `SELECT GET_LOCK\('locklab:[^']+', \d+(\.\d+)?\)`)
+	p.eval(`document.querySelector("#lane-B .next").click(), ""`)
+	waitFor(t, ctx, "B waiting in GET_LOCK, A's buttons free",
+		`document.querySelector("#lane-B").dataset.state === "running" && document.querySelectorAll("#lane-B li.step:not([data-next])").length === 1 && !document.querySelector("#lane-A .end").disabled`)
+	a = p.press("A", "end")
+	if rel := last(t, a, "release"); !strings.HasPrefix(rel.Cmd, "SELECT RELEASE_LOCK('locklab:") || rel.Reply != "1" {
+		t.Fatalf("A's release: %+v, want RELEASE_LOCK answering 1", rel)
+	}
+	waitFor(t, ctx, "B's GET_LOCK answered, B stopped", `document.querySelector("#lane-B").dataset.state === "stopped"`)
+	if got := p.steps("B")[1]; !strings.HasPrefix(got.Cmd, "SELECT GET_LOCK(") || got.Reply != "1" {
+		t.Fatalf("B's GET_LOCK once A released: %+v, want 1", got)
+	}
+	p.press("B", "end")
+	if p.lane("B") != "done" || !strings.Contains(p.eval(`document.querySelector("#lane-B .result").textContent`), "sold") {
+		t.Fatalf("B ended %s: %s", p.lane("B"), p.eval(`document.querySelector("#lane-B .result").textContent`))
+	}
+
+	// zk: A's node first in the queue; B's node behind it, B watching A's
+	// node and waiting; A's delete wakes B, which reads the queue again.
+	p.eval(`document.querySelector("#steps-reset").click(), ""`)
+	waitFor(t, ctx, "reset", `document.querySelector("#steps-panel").dataset.started === "false"`)
+	p.byHand("zk")
+	mustMatchT(t, "A's first step", p.pending("A"), `create (/\S+)/[0-9a-f]+-lock- "[^"]+" ephemeral sequential`)
+	aNode := mustMatchT(t, "A's create's reply", p.press("A", "next")[0].Reply, `/\S+/([0-9a-f]+-lock-\d{10})`)[1]
+	if got := p.press("A", "next")[1]; !strings.HasPrefix(got.Cmd, "getChildren /") || got.Reply != "["+aNode+"]" {
+		t.Fatalf("A's queue: %+v, want [%s]", got, aNode)
+	}
+	bNode := mustMatchT(t, "B's create's reply", p.press("B", "next")[0].Reply, `/\S+/([0-9a-f]+-lock-\d{10})`)[1]
+	if got := p.press("B", "next")[1]; got.Reply != "["+aNode+", "+bNode+"]" {
+		t.Fatalf("B's queue: %+v, want [%s, %s]", got, aNode, bNode)
+	}
+	mustMatchT(t, "B's next step", p.pending("B"), `exists /\S+/`+aNode+` watch`)
+	p.eval(`document.querySelector("#lane-B .next").click(), ""`)
+	waitFor(t, ctx, "B watching A's node, waiting, A's buttons free",
+		`document.querySelector("#lane-B").dataset.state === "running" && document.querySelectorAll("#lane-B li.step:not([data-next])").length === 3 && !document.querySelector("#lane-A .end").disabled`)
+	if got := p.steps("B")[2].Reply; got != "true, watched" {
+		t.Fatalf("B's exists answered %q, want true, watched", got)
+	}
+	a = p.press("A", "end")
+	if rel := last(t, a, "release"); !strings.HasPrefix(rel.Cmd, "delete /") || !strings.HasSuffix(rel.Cmd, aNode) || rel.Reply != "OK" {
+		t.Fatalf("A's release: %+v, want the delete of %s answering OK", rel, aNode)
+	}
+	waitFor(t, ctx, "B woken by A's delete, stopped", `document.querySelector("#lane-B").dataset.state === "stopped"`)
+	if got := p.pending("B"); !strings.HasPrefix(got, "getChildren /") {
+		t.Fatalf("B woken stops before %q, want getChildren", got)
+	}
+	p.press("B", "end")
+	if b := p.steps("B"); p.lane("B") != "done" || !strings.Contains(p.eval(`document.querySelector("#lane-B .result").textContent`), "sold") || b[3].Reply != "["+bNode+"]" {
+		t.Fatalf("B ended %s (%s), its steps %+v", p.lane("B"), p.eval(`document.querySelector("#lane-B .result").textContent`), b)
+	}
+	p.shots("zk-by-hand")
 	if p := problems(); len(p) > 0 {
 		t.Fatalf("the page reported errors: %v", p)
 	}
