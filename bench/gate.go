@@ -29,6 +29,9 @@ type GateCost struct {
 	PlainUs float64 `json:"plain_sale_us"`
 	GatedUs float64 `json:"gated_sale_us"`
 	Rounds  int     `json:"rounds"`
+	// Sales is how many sales the measure made, both clients and the two
+	// warm-up sales together: each sold one unit of the bench's stock.
+	Sales int `json:"sales"`
 	// Ratio is GatedUs over PlainUs, the median of the rounds' ratios, and
 	// RatioMin and RatioMax their spread: the noise it is within.
 	Ratio    float64 `json:"ratio"`
@@ -82,7 +85,7 @@ func gateCost(ctx context.Context, rdb *redis.Client) (*GateCost, error) {
 	if err := sellGated(); err != nil {
 		return nil, err
 	}
-	g := &GateCost{Rounds: gateRounds}
+	g := &GateCost{Rounds: gateRounds, Sales: 2} // the two above
 	var plainUs, gatedUs, ratios []float64
 	for range gateRounds {
 		var p, q []float64
@@ -104,6 +107,7 @@ func gateCost(ctx context.Context, rdb *redis.Client) (*GateCost, error) {
 				*s.into = append(*s.into, float64(time.Since(start).Nanoseconds())/1e3)
 			}
 		}
+		g.Sales += len(p) + len(q)
 		mp, mq := median(p), median(q)
 		plainUs, gatedUs, ratios = append(plainUs, mp), append(gatedUs, mq), append(ratios, mq/mp)
 	}

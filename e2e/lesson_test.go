@@ -252,6 +252,108 @@ func stepNested(p stepPage, rdb *redis.Client) {
 }
 
 // redisGetT is key's string value, "(none)" when it is not there.
+// stepPaused plays v8's paused holder (fenced: its fix). It reads from
+// Redis that A's watchdog renewed A's lease while A was only stopped, that
+// nothing renewed it once A was paused (its watchdog's renewal held,
+// unsent) so the key ran out, that the key's one owner then became B's
+// while A, paused, still believed it held; that A's renewal, sent when it
+// resumed, answered 0; and that A's write then landed (the stock 9 after
+// B read 10: one unit sold twice) or, fenced, was refused (the stock still
+// 10, B the stock's newest holder).
+func stepPaused(p stepPage, rdb *redis.Client, fence bool) {
+	t := p.t
+	t.Helper()
+	bg := context.Background()
+	story, lockKey, stockKey := "v8", api.DefaultLockKey, api.DefaultStockKey
+	if fence {
+		story = "v8-fence"
+	}
+	// owner is the one field of v8's hash lock: its holder's id.
+	owner := func(w string) string {
+		t.Helper()
+		fields := rdb.HKeys(bg, lockKey).Val()
+		if cmd := p.done(w, "acquire", 0, ".cmd"); len(fields) != 1 || !strings.Contains(cmd, fields[0]) {
+			t.Fatalf("%s: after %s's acquire (%q) the lock's fields are %v: want %s's id alone", story, w, cmd, fields, w)
+		}
+		return fields[0]
+	}
+	renewals := func(reply string) int {
+		return len(p.eval(fmt.Sprintf(`[...document.querySelectorAll("#lane-A li.step:not([data-held])")].filter((li) => li.dataset.phase === "background" && li.querySelector(".reply").textContent === %q).map((li) => "x".repeat(Number(li.dataset.times || 1))).join("")`, reply)))
+	}
+	p.open(story)
+	p.click(0)
+	p.click(1)
+	acquiredAt := time.Now()
+	ownerA := owner("A")
+	p.click(2)
+	if n := rdb.HGet(bg, lockKey, ownerA).Val(); n != "2" {
+		t.Fatalf("%s: after A's nested acquire its count is %q, want 2", story, n)
+	}
+	for at := 3; at <= 6; at++ { // read, check, work; then 4 s stopped
+		p.click(at)
+	}
+	// Renewed while A is only stopped: more left than an unrenewed lease
+	// could have, and the lane shows the watchdog's renewal answered 1.
+	if ttl, unrenewed := rdb.PTTL(bg, lockKey).Val(), 10*time.Second-time.Since(acquiredAt); ttl <= unrenewed+time.Second || renewals("1") == 0 {
+		t.Fatalf("%s: A's lock has %v left, %v since it was taken, %d renewals shown: want its watchdog renewing it", story, ttl, time.Since(acquiredAt).Round(time.Millisecond), renewals("1"))
+	}
+	p.click(7) // A paused
+	paused := time.Now()
+	sent := renewals("1")
+	waitFor(t, p.ctx, story+": A paused, its watchdog's renewal held", `document.querySelector("#lane-A").dataset.paused === "true" && document.querySelector("#lane-A li[data-held=true]") !== null`)
+	if !fence {
+		p.shots("v8-paused") // the frame that tells: A frozen, its renewal unsent, the lease running out
+	}
+	p.click(8) // offered once the lock key is gone: the lease ran out
+	if n := rdb.Exists(bg, lockKey).Val(); n != 0 || renewals("1") != sent {
+		t.Fatalf("%s: the wait for the lease ended with the lock key there %d times, %d renewals sent while paused", story, n, renewals("1")-sent)
+	}
+	t.Logf("%s: A paused, its lease ran out %s later, unrenewed", story, time.Since(paused).Round(100*time.Millisecond))
+	p.click(9)
+	ownerB := owner("B") // the key's owner became B's...
+	if ownerB == ownerA || p.lane("A") != "stopped" || p.done("A", "release", 0, ".reply") != "" {
+		t.Fatalf("%s: B's lock holds %q (A's %q); A is %s: want B's id while A, paused, has not released", story, ownerB, ownerA, p.lane("A"))
+	}
+	p.click(10)
+	p.click(11)
+	if got := p.done("B", "stock", 0, ".reply"); !strings.Contains(got, `"10"`) {
+		t.Fatalf("%s: B read %s, want 10", story, got)
+	}
+	p.click(12) // A resumes: its held renewal goes out
+	if got := p.done("A", "background", -1, ".reply"); got != "0" || p.eval(`document.querySelector("#lane-A").dataset.paused`) != "false" {
+		t.Fatalf("%s: after A resumed its watchdog's last renewal answered %q, want 0 (B's lock)", story, got)
+	}
+	p.click(13) // A's write
+	if !fence {
+		if s := redisGetT(t, rdb, stockKey); s != "9" || p.eval(`document.querySelector("#lane-A li[data-mark=flaw]")?.textContent || ""`) == "" {
+			t.Fatalf("v8: after A's write Redis holds stock %s, want 9 (A's write landed on B's hold), marked", s)
+		}
+	} else {
+		f := rdb.HGetAll(bg, stockKey+":fence:redis").Val()
+		if s := redisGetT(t, rdb, stockKey); s != "10" || f["owner"] != ownerB || p.eval(`document.querySelector("#lane-A li[data-mark=fix]")?.textContent || ""`) == "" {
+			t.Fatalf("v8 fenced: after A's write Redis holds stock %s and the stock's newest holder %v (B is %s): want A's write refused, the stock 10, B newest, the refusal marked", s, f, ownerB)
+		}
+	}
+	if fields := rdb.HKeys(bg, lockKey).Val(); len(fields) != 1 || fields[0] != ownerB {
+		t.Fatalf("%s: after A's write the lock's fields are %v: want B's alone", story, fields)
+	}
+	p.click(14)
+	p.click(15)
+	if fence {
+		p.verdict("ok", "A's write was refused by the stock")
+	} else {
+		p.verdict("violated", "One unit sold twice")
+		p.verdict("violated", "Two holders: A was paused")
+	}
+	if s := redisGetT(t, rdb, stockKey); s != "9" {
+		t.Fatalf("%s: the story ended with stock %s, want 9 (one unit gone)", story, s)
+	}
+	if n := rdb.Exists(bg, lockKey).Val(); n != 0 {
+		t.Errorf("%s ended with a lock key left", story)
+	}
+	p.shots(story)
+}
+
 func redisGetT(t *testing.T, rdb *redis.Client, key string) string {
 	t.Helper()
 	v, err := rdb.Get(context.Background(), key).Result()
@@ -422,6 +524,8 @@ func TestLessonStepThrough(t *testing.T) {
 
 	stepCrash(p, rdb)
 	stepNested(p, rdb)
+	stepPaused(p, rdb, false)
+	stepPaused(p, rdb, true)
 
 	if p := problems(); len(p) > 0 {
 		t.Fatalf("the page reported errors: %v", p)

@@ -4,8 +4,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,20 +14,15 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
-
-	"github.com/go-sql-driver/mysql"
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/builder"
 	"github.com/locklab/locklab/internal/cli"
 	"github.com/locklab/locklab/internal/history"
-	dblock "github.com/locklab/locklab/internal/locks/db"
 	"github.com/locklab/locklab/internal/locks/etcd"
 	"github.com/locklab/locklab/internal/locks/fence"
 	"github.com/locklab/locklab/internal/locks/retry"
-	"github.com/locklab/locklab/internal/locks/zk"
 	"github.com/locklab/locklab/internal/metrics"
 	"github.com/locklab/locklab/internal/origin"
 	"github.com/locklab/locklab/internal/redisconn"
@@ -90,15 +83,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 		return 1
 	}
 	return 0
-}
-
-// newRedis is the client of the stock's node: -redis, or (-sentinel) the
-// primary the sentinels name, followed through a failover.
-func (c config) newRedis() *redis.Client {
-	if len(c.Sentinel) > 0 {
-		return redisconn.NewFailover(c.SentinelMaster, c.Sentinel, c.RedisPassword)
-	}
-	return redisconn.New(c.Redis, c.RedisPassword)
 }
 
 // serve builds the dependencies, serves on ln until ctx ends, then stops
@@ -167,57 +151,6 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	return serveUntil(ctx, srv, ln, func() { stopping(server.ErrShuttingDown) }, running, cfg.limits(), log)
 }
 
-// limits are the HTTP server's bounds, derived from the lock settings so
-// that none of them cuts a legitimate sale short.
-type limits struct {
-	// Longest is the longest a sale can take: its wait for the lock, its
-	// business time (or a chaos hold, at most server.MaxHold), its Redis
-	// commands (a second each at most, redisconn's timeouts) and its release.
-	Longest time.Duration
-	// Grace is how long a stopping replica gives its holders to answer: a
-	// waiter is cancelled at once, so only the hold counts. -grace sets it.
-	Grace time.Duration
-}
-
-// redisSlack covers a sale's Redis commands: a read, a write, a fencing or
-// nested step, each bounded by redisconn's one-second timeouts.
-const redisSlack = 3 * time.Second
-
-func (c config) limits() limits {
-	hold := c.Work
-	if c.Chaos { // a chaos hold replaces the business time
-		hold = max(hold, server.MaxHold)
-	}
-	l := limits{
-		Longest: c.AcquireTimeout + hold + redisSlack + sale.ReleaseTimeout,
-		Grace:   hold + redisSlack + sale.ReleaseTimeout,
-	}
-	if c.Grace > 0 {
-		l.Grace = c.Grace
-	}
-	return l
-}
-
-// The HTTP server's own limits. The idle timeout must stay above nginx's
-// upstream keepalive_timeout (deploy/nginx.conf: 30s), so that nginx, not the
-// service, closes an idle connection, and never sends a request on one the
-// service is closing.
-const (
-	readHeaderTimeout = 5 * time.Second
-	idleTimeout       = 75 * time.Second
-	maxHeaderBytes    = 16 << 10
-)
-
-// apply sets srv's timeouts and header cap: a slow client cannot hold a
-// connection forever, and a reply is never cut before the longest sale.
-func (l limits) apply(srv *http.Server) {
-	srv.ReadHeaderTimeout = readHeaderTimeout
-	srv.ReadTimeout = readHeaderTimeout + 5*time.Second // the bodies are tiny (PUT /stock: 1 KiB at most)
-	srv.WriteTimeout = l.Longest + 5*time.Second
-	srv.IdleTimeout = idleTimeout
-	srv.MaxHeaderBytes = maxHeaderBytes
-}
-
 // variants are the ways of building the versions this replica serves: its
 // -wait and -fence, and with -lock-override every wait, with -chaos (whose
 // fence=1|0 hook chooses per sale) fenced and not.
@@ -279,104 +212,6 @@ func (c config) settings() map[string]string {
 		"db": strconv.FormatBool(c.DB != ""), "zk": strconv.FormatBool(len(c.ZK) > 0), "sentinel": strconv.FormatBool(len(c.Sentinel) > 0)}
 }
 
-// serveUntil serves on ln until ctx ends, then shuts down: stop cancels the
-// requests still waiting, and in-flight sales get up to the grace period to
-// finish and answer. Past it, their connections are closed (their clients
-// never learn the outcome, as with a crash), but serveUntil still waits for
-// every handler to return, each bounded by the longest sale, before its
-// caller closes Redis: a holder is never left without the client it needs to
-// write and release (v3's lock, which has no expiry, would stay forever).
-func serveUntil(ctx context.Context, srv *http.Server, ln net.Listener, stop func(), running *inFlight, l limits, log *slog.Logger) error {
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("shutting down: cancelling waiters, finishing holders", "grace", l.Grace.String())
-	stop()
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.Grace)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		log.Warn("grace period over: closing the connections of the sales still running; each still finishes and releases its lock before Redis is closed",
-			"grace", l.Grace.String(), "running", running.count())
-		_ = srv.Close()
-		if !running.wait(l.Longest) {
-			return fmt.Errorf("shutdown: %d requests still running %s after the grace period", running.count(), l.Longest)
-		}
-		log.Info("stopped after the grace period: every sale still running finished")
-		return nil
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	log.Info("stopped")
-	return nil
-}
-
-// inFlight counts the requests inside the handler, so that shutdown can wait
-// for them after http.Server has stopped tracking their connections.
-type inFlight struct {
-	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed while n is 0 and someone waits
-}
-
-func (f *inFlight) wrap(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		f.n++
-		f.mu.Unlock()
-		defer func() {
-			f.mu.Lock()
-			if f.n--; f.n == 0 && f.idle != nil {
-				close(f.idle)
-				f.idle = nil
-			}
-			f.mu.Unlock()
-		}()
-		next.ServeHTTP(w, r)
-	})
-}
-
-func (f *inFlight) count() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.n
-}
-
-// wait reports whether no request is inside within limit.
-func (f *inFlight) wait(limit time.Duration) bool {
-	f.mu.Lock()
-	if f.n == 0 {
-		f.mu.Unlock()
-		return true
-	}
-	if f.idle == nil {
-		f.idle = make(chan struct{})
-	}
-	idle := f.idle
-	f.mu.Unlock()
-	t := time.NewTimer(limit)
-	defer t.Stop()
-	select {
-	case <-idle:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
-// redisLogger sends go-redis's own messages (failed dials, pool trouble) to
-// slog at debug: each failure they describe already reaches the caller as an
-// error, which is logged at warn where it is handled.
-type redisLogger struct{ log *slog.Logger }
-
-func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
-	l.log.DebugContext(ctx, fmt.Sprintf(format, v...), "source", "go-redis")
-}
-
 // gateLimit is how long -probe-stay tries before it gives up: longer than a
 // stack takes to start, or nginx to try a restarted replica again.
 const gateLimit = time.Minute
@@ -402,44 +237,3 @@ func gate(ctx context.Context, url string, stderr io.Writer) int {
 	<-ctx.Done()
 	return 0
 }
-
-// zkMaxSession is the longest session the ensembles here grant (their
-// maxSessionTimeout): the zk lock counts the timeout it asked for, so it
-// never asks for more.
-const zkMaxSession = 60 * time.Second
-
-// dialZK is the zk lock's session on members (nil for none), of -ttl (at
-// most zkMaxSession): in the background, as the etcd client, so a replica
-// whose ensemble is down serves every other version.
-func dialZK(members []string, ttl time.Duration, log *slog.Logger) (*zk.Session, error) {
-	if len(members) == 0 {
-		return nil, nil
-	}
-	return zk.Dial(members, zk.SessionOptions{Timeout: min(ttl, zkMaxSession), Log: log.With("lock", "zk")})
-}
-
-// openDB is the database locks' pools of connections to dsn (nil for
-// none): the polling locks' (db, db-seed), and db-getlock's, which holds a
-// connection for each hold and waits in the server (dblock.OpenHolds).
-// Lazy, as the etcd client is, so a replica whose database is down serves
-// every other version and the db locks answer 503. The driver's own log
-// lines go to log.
-func openDB(dsn string, log *slog.Logger) (polls, holds *sql.DB, err error) {
-	if dsn == "" {
-		return nil, nil, nil
-	}
-	_ = mysql.SetLogger(driverLog{log})
-	if polls, err = dblock.Open(dsn); err != nil {
-		return nil, nil, fmt.Errorf("-db: %w", err)
-	}
-	if holds, err = dblock.OpenHolds(dsn); err != nil {
-		polls.Close()
-		return nil, nil, fmt.Errorf("-db: %w", err)
-	}
-	return polls, holds, nil
-}
-
-// driverLog puts the MariaDB driver's log lines in the service's log.
-type driverLog struct{ log *slog.Logger }
-
-func (d driverLog) Print(v ...any) { d.log.Warn("mariadb driver", "msg", fmt.Sprint(v...)) }

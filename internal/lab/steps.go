@@ -76,16 +76,16 @@ func (l *Lab) lessonStart(w http.ResponseWriter, r *http.Request) {
 	l.pass(w, r, r.PathValue("replica"), http.MethodPost, "sale", q.Encode(), nil, 0)
 }
 
-// lessonStep passes a step call (GET the state, POST next, end or crash,
-// DELETE: reset) to the replica the path names.
+// lessonStep passes a step call (GET the state, POST next, end, crash,
+// pause or resume, DELETE: reset) to the replica the path names.
 func (l *Lab) lessonStep(w http.ResponseWriter, r *http.Request) {
 	path := "steps/" + url.PathEscape(r.PathValue("id"))
 	switch do := r.PathValue("do"); do {
 	case "":
-	case "next", "end", "crash":
+	case "next", "end", "crash", "pause", "resume":
 		path += "/" + do
 	default:
-		writeError(w, http.StatusNotFound, api.CodeNotFound, "a step is next, end or crash, not "+do)
+		writeError(w, http.StatusNotFound, api.CodeNotFound, "a step is next, end, crash, pause or resume, not "+do)
 		return
 	}
 	l.pass(w, r, r.PathValue("replica"), r.Method, path, "", nil, 0)

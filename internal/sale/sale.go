@@ -359,37 +359,6 @@ func nested(inner, outer lease.Lease) lease.Lease {
 	})
 }
 
-// fencing is a holder's identity at the stock: its token, its owner, and
-// the key that keeps the newest holder of its token domain.
-type fencing struct {
-	token int64
-	owner string
-	key   string
-}
-
-// fence is l's fencing under m, or nil when the sale is not fenced. A fenced
-// sale whose lease has no token is ErrNoToken: it is never run unfenced.
-//
-// With the fence switched off (chaos.Off.Fence) the sale still sends its
-// token with every read and write, in a domain of its own (the key names
-// its owner): the check is there, compared with no other holder's token.
-// A sale that went on without the lock (chaos.Off.Lock) has no token and
-// runs unfenced.
-func (s *Service) fence(ctx context.Context, m Method, l lease.Lease, owner string) (*fencing, error) {
-	off := chaos.From(ctx).Off
-	switch {
-	case m.Fence == "":
-		return nil, nil
-	case off.Lock && l.Token() == 0:
-		return nil, nil
-	case l.Token() <= 0:
-		return nil, fmt.Errorf("%w (%s, token %d)", ErrNoToken, m.Name, l.Token())
-	case off.Fence:
-		return &fencing{token: l.Token(), owner: owner, key: s.key + ":fence:off:" + owner}, nil
-	}
-	return &fencing{token: l.Token(), owner: owner, key: FenceKey(s.key, m.Fence)}, nil
-}
-
 // readCheckWrite is the tutorial's business step: GET, check, wait out the
 // business time, SET. It is not atomic; only a lock around it makes it safe.
 // l is the lease it runs under (nil: none). A lease known lost stops it
@@ -493,115 +462,9 @@ func writeError(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-//go:embed fenced.lua
-var fencedSrc string
-
-var fencedScript = redis.NewScript(fencedSrc)
-
-//go:embed decrement.lua
-var decrementSrc string
-
-var decrementScript = redis.NewScript(decrementSrc)
-
 //go:embed sale.go
 var saleSrc string
 
 // Source is this file as the service is built from it: the lab's lesson
 // for no lock is its read-check-write, marked here (lesson:begin none).
 func Source() string { return saleSrc }
-
-// Script returns the sale's own Lua script of that file name ("" when there
-// is none), as it runs: the lab shows it beside its lesson.
-func Script(name string) string {
-	return map[string]string{"decrement.lua": decrementSrc, "fenced.lua": fencedSrc}[name]
-}
-
-func (s *Service) sellAtomic(ctx context.Context, tr *Trace) (Result, error) {
-	step.Phase(ctx, step.Stock)
-	n, err := decrementScript.Run(ctx, s.rdb, []string{s.key}).Int64()
-	if err == nil && n >= 0 { // read and written in one step
-		now := time.Now()
-		tr.Read, tr.Written = Step{At: now, Value: n + 1}, Step{At: now, Value: n}
-	}
-	switch {
-	case err != nil:
-		return Result{}, writeError("sale: atomic decrement", err)
-	case n == -3:
-		return Result{}, fmt.Errorf("%w: %s", ErrStockCorrupt, s.key)
-	case n == -2:
-		return Result{}, fmt.Errorf("%w: %s", ErrStockMissing, s.key)
-	case n == -1:
-		return Result{}, ErrSoldOut
-	}
-	if err := s.replicated(ctx); err != nil {
-		return Result{}, err
-	}
-	return Result{Remaining: n}, nil
-}
-
-// replicated waits, when asked (Options.ReplicaAck or the request's
-// replica_ack hook), until enough replicas of the stock's node have
-// acknowledged the sale's write: short of them, or with the wait's reply
-// lost, the sale is ErrIndeterminate. The write stands on the primary, but
-// a failover to a replica that missed it would lose it (seed 004's problem
-// 4, for the stock rather than the lock).
-func (s *Service) replicated(ctx context.Context) error {
-	n := chaos.WriteAckWait(ctx, s.replicaAck)
-	if n == 0 {
-		return nil
-	}
-	got, err := redisconn.WaitReplicas(ctx, s.rdb, s.key+":ack", n, redisconn.ReplicaWait)
-	if err != nil {
-		return fmt.Errorf("sale: waiting for the stock write's replication: %w: %w", ErrIndeterminate, err)
-	}
-	if got < n {
-		return fmt.Errorf("sale: the stock write reached %d of %d replicas within %s: %w", got, n, redisconn.ReplicaWait, ErrIndeterminate)
-	}
-	return nil
-}
-
-// Stock reads the stock. A missing key is ErrStockMissing, never zero.
-func (s *Service) Stock(ctx context.Context) (int64, error) {
-	v, err := s.rdb.Get(ctx, s.key).Result()
-	if errors.Is(err, redis.Nil) {
-		return 0, fmt.Errorf("%w: %s", ErrStockMissing, s.key)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("sale: read stock: %w", err)
-	}
-	return s.parse(v)
-}
-
-// parse reads a stock value, or ErrStockCorrupt.
-func (s *Service) parse(v string) (int64, error) {
-	n, ok := ParseStock(v)
-	if !ok {
-		return 0, fmt.Errorf("%w: %s = %q", ErrStockCorrupt, s.key, v)
-	}
-	return n, nil
-}
-
-// ParseStock reads a stock value the way Redis reads an integer (DECR, and
-// decrement.lua, which must agree with it): the canonical decimal form of an
-// int64, so " 5", "+5", "05", "-0" and "1e3" are not numbers here although
-// strconv.ParseInt or Lua's tonumber take some of them.
-func ParseStock(v string) (int64, bool) {
-	n, err := strconv.ParseInt(v, 10, 64)
-	return n, err == nil && strconv.FormatInt(n, 10) == v
-}
-
-// SetStock sets the stock (resetting it between runs).
-func (s *Service) SetStock(ctx context.Context, n int64) error {
-	if n < 0 {
-		return fmt.Errorf("sale: stock must not be negative, got %d", n)
-	}
-	if err := s.rdb.Set(ctx, s.key, n, 0).Err(); err != nil {
-		return fmt.Errorf("sale: write stock: %w", err)
-	}
-	return nil
-}
-
-// FenceKey is the hash beside the stock where the sales of token domain
-// (the lock's fencing domain: "redis", "redlock", ...) register their
-// holder and token before they write: the newest one the stock accepts.
-func FenceKey(stock, domain string) string { return stock + ":fence:" + domain }

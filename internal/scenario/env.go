@@ -3,13 +3,9 @@ package scenario
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,7 +17,6 @@ import (
 	dblock "github.com/locklab/locklab/internal/locks/db"
 	"github.com/locklab/locklab/internal/locks/handoff"
 	"github.com/locklab/locklab/internal/locks/retry"
-	librueidislock "github.com/locklab/locklab/internal/locks/rueidislock"
 	zklock "github.com/locklab/locklab/internal/locks/zk"
 	"github.com/locklab/locklab/internal/versions"
 	"github.com/redis/go-redis/v9"
@@ -158,79 +153,6 @@ func (e Env) Close() error {
 	return errors.Join(errs...)
 }
 
-// reply is one sale's answer.
-type reply struct {
-	status                 int
-	code, warning, outcome string
-	elapsed                time.Duration
-	err                    error
-}
-
-// String is the reply as the details print it: "200", "503 lock_timeout".
-func (r reply) String() string { return strings.TrimSpace(fmt.Sprint(r.status, " ", r.code)) }
-
-// sell sends POST /sale?lock=LOCK&HOOKS through nginx with the admin token,
-// in the background.
-func (e Env) sell(ctx context.Context, lock, hooks string) <-chan reply {
-	return e.sellAt(ctx, e.URL, lock, hooks)
-}
-
-// sellAt is sell to the given /sale endpoint.
-func (e Env) sellAt(ctx context.Context, saleURL, lock, hooks string) <-chan reply {
-	ch := make(chan reply, 1)
-	go func() {
-		var r reply
-		defer func() { ch <- r }()
-		u := saleURL + "?lock=" + url.QueryEscape(lock) + "&" + hooks
-		if e.off != "" {
-			u += "&off=" + e.off
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
-		if err != nil {
-			r.err = err
-			return
-		}
-		req.Header.Set("Authorization", "Bearer "+e.AdminToken)
-		if e.seq != nil {
-			req.Header.Set("X-Request-Id", e.cell+"-"+strconv.FormatInt(e.seq.Add(1), 10))
-		}
-		start := time.Now()
-		res, err := e.Client.Do(req)
-		if err != nil {
-			r.err = fmt.Errorf("scenario: POST %s: %w", u, err)
-			return
-		}
-		r.elapsed = time.Since(start)
-		defer res.Body.Close()
-		var body api.Sale
-		raw, _ := io.ReadAll(res.Body)
-		_ = json.Unmarshal(raw, &body)
-		r.status, r.code, r.warning, r.outcome = res.StatusCode, body.Code, body.Warning, api.Outcome(res.StatusCode, body)
-		if res.StatusCode == http.StatusBadRequest || res.StatusCode == http.StatusUnauthorized {
-			r.err = fmt.Errorf("scenario: the service refused the fault hook (%d %s): start it with -chaos and the same -admin-token", res.StatusCode, body.Error)
-		}
-	}()
-	return ch
-}
-
-// lockAfterFirst waits for the first sale's reply, then looks at once whether
-// the lock (the second sale's, by then) still exists: a release that deleted
-// its successor's lock leaves none. Then it waits for the second sale.
-func (e Env) lockAfterFirst(ctx context.Context, first, second <-chan reply) (reply, int64, reply, error) {
-	r1 := <-first
-	if r1.err != nil {
-		<-second
-		return r1, 0, reply{}, r1.err
-	}
-	locked, err := e.locked(ctx)
-	held := map[bool]int64{true: 1}[locked]
-	r2 := <-second
-	if err == nil {
-		err = r2.err
-	}
-	return r1, held, r2, err
-}
-
 // ClearLock deletes lock's key and its wait queues (etcd's: every key under
 // its prefix), so that what comes next finds the lock free and nobody
 // queued: v3's key stays for ever once its holder was killed, and would stop
@@ -292,129 +214,6 @@ func (e Env) reset(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("scenario: PUT %s: %s", stockURL, res.Status)
 	}
 	return 10, nil
-}
-
-// verdict is Oversell or NoOversell for the replies, with their detail; an
-// error when a request failed.
-func (e Env) verdict(ctx context.Context, before int64, rs ...reply) (string, string, error) {
-	for _, r := range rs {
-		if r.err != nil {
-			return "", "", r.err
-		}
-	}
-	oversold, detail, err := e.oversold(ctx, before, rs...)
-	if err != nil || oversold == 0 {
-		return NoOversell, detail, err
-	}
-	return Oversell, detail, nil
-}
-
-// oversold reads the stock after two sales and returns sold - taken.
-func (e Env) oversold(ctx context.Context, before int64, rs ...reply) (int64, string, error) {
-	after, err := e.Redis.Get(ctx, e.StockKey).Int64()
-	if err != nil {
-		return 0, "", err
-	}
-	var sold, refused int64
-	var parts []string
-	for _, r := range rs {
-		switch r.outcome {
-		case api.Sold:
-			sold++
-		case api.Fenced:
-			refused++
-		}
-		parts = append(parts, fmt.Sprint(r.status))
-	}
-	detail := fmt.Sprintf("replies %s, stock %d -> %d", strings.Join(parts, " "), before, after)
-	if refused > 0 {
-		detail += fmt.Sprintf(", %d stale write refused", refused)
-	}
-	return sold - (before - after), detail, nil
-}
-
-// waitLock waits until the lock key exists (or is gone), for at most limit.
-func (e Env) waitLock(ctx context.Context, exists bool, limit time.Duration) error {
-	return e.waitUntil(ctx, limit, func() (bool, error) {
-		locked, err := e.locked(ctx)
-		return locked == exists, err
-	})
-}
-
-// locked reports whether the running cell's lock is taken: its key exists
-// in Redis, or for etcd a key exists under its prefix (a holder's, or a
-// waiter's behind it).
-func (e Env) locked(ctx context.Context) (bool, error) {
-	if versions.NeedsDB(e.lock) {
-		if e.DB == nil {
-			return false, errors.New("scenario: no database to watch the " + e.lock + " lock")
-		}
-		switch e.lock {
-		case "db-seed":
-			return dblock.SeedHeld(ctx, e.DB, e.LockKey)
-		case "db-getlock":
-			return dblock.GetLockHeld(ctx, e.DB, e.LockKey)
-		}
-		return dblock.Held(ctx, e.DB, e.LockKey)
-	}
-	if versions.NeedsZK(e.lock) {
-		if e.ZK == nil {
-			return false, errors.New("scenario: no ZooKeeper session to watch the zk lock")
-		}
-		return zklock.Held(ctx, e.ZK, e.LockKey)
-	}
-	if e.lock != "etcd" {
-		n, err := e.Redis.Exists(ctx, e.lockKeys(e.lock)...).Result()
-		return n > 0, err
-	}
-	if e.Etcd == nil {
-		return false, errors.New("scenario: no etcd client to watch the etcd lock")
-	}
-	resp, err := e.Etcd.Get(ctx, e.LockKey+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		return false, fmt.Errorf("scenario: etcd: %w", err)
-	}
-	return resp.Count > 0, nil
-}
-
-// lockKeys are lock's keys in the stock's Redis node: the lock key, or
-// rueidislock's keys of it (one per key of its majority).
-func (e Env) lockKeys(lock string) []string {
-	switch lock {
-	case "rueidislock":
-		return librueidislock.Keys(e.LockKey, 2)
-	case "rueidislock-1":
-		return librueidislock.Keys(e.LockKey, 1)
-	}
-	return []string{e.LockKey}
-}
-
-// waitUntil polls cond, an observable state, for at most limit.
-func (e Env) waitUntil(ctx context.Context, limit time.Duration, cond func() (bool, error)) error {
-	return waitEvery(ctx, limit, 2*time.Millisecond, cond)
-}
-
-// waitEvery is waitUntil asking cond every interval: what takes a
-// sentinel's view seconds to change is asked less often.
-func waitEvery(ctx context.Context, limit, interval time.Duration, cond func() (bool, error)) error {
-	deadline := time.Now().Add(limit)
-	for {
-		ok, err := cond()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return errors.New("timed out after " + limit.String())
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(interval): // polling the observable state
-		}
-	}
 }
 
 // Lacks says what the Env lacks to run lock's cells ("": nothing): a stack

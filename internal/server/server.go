@@ -4,18 +4,13 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -198,6 +193,8 @@ func New(cfg Config) http.Handler {
 	r.With(others, h.admin).Post("/steps/{id}/next", h.stepNext)
 	r.With(others, h.admin).Post("/steps/{id}/end", h.stepEnd)
 	r.With(others, h.admin).Post("/steps/{id}/crash", h.stepCrash)
+	r.With(others, h.admin).Post("/steps/{id}/pause", h.stepPause)
+	r.With(others, h.admin).Post("/steps/{id}/resume", h.stepResume)
 	r.With(others, h.admin).Delete("/steps/{id}", h.stepCancel)
 	r.With(others, h.admin).Get("/store", h.store)
 	r.Get("/healthz", h.healthz) // no I/O: answered from memory
@@ -319,266 +316,6 @@ func (h *handlers) choose(r *http.Request) (context.Context, sale.Method, *reque
 	return chaos.With(r.Context(), f), m, nil
 }
 
-// remember records the sale in the history, if kept.
-func (h *handlers) remember(r *http.Request, m sale.Method, start time.Time, tr sale.Trace, code string) {
-	if h.History == nil {
-		return
-	}
-	status := http.StatusOK
-	if code != "" {
-		status = api.Status(code)
-	}
-	h.History.Add(history.Sale{ID: middleware.GetReqID(r.Context()), Replica: h.Replica, Lock: m.Name, Wait: m.Wait,
-		Start: start, End: time.Now(), Status: status, Code: code, Trace: tr})
-}
-
-// history serves the sales recorded since ?since= (RFC 3339, nanoseconds
-// allowed; default: all kept) or, with ?after=SEQ, the next at most
-// ?limit= (default and most: maxHistoryPage) kept after the one numbered SEQ:
-// how the lab follows a run live without reading it all again.
-func (h *handlers) history(w http.ResponseWriter, r *http.Request) {
-	if h.History == nil {
-		writeError(w, api.CodeNotFound, "no history is kept: start the service with -history N (N > 0)")
-		return
-	}
-	q := r.URL.Query()
-	var sales []history.Sale
-	var truncated bool
-	last := h.History.Last()
-	if q.Has("after") {
-		after, err := strconv.ParseUint(q.Get("after"), 10, 64)
-		limit := maxHistoryPage
-		if err == nil && q.Has("limit") {
-			limit, err = strconv.Atoi(q.Get("limit"))
-			if err == nil && (limit < 1 || limit > maxHistoryPage) {
-				err = fmt.Errorf("want 1-%d", maxHistoryPage)
-			}
-		}
-		if err != nil {
-			writeError(w, api.CodeBadRequest, fmt.Sprintf("after=%q limit=%q: want a record number >= 0 and a page of 1-%d", q.Get("after"), q.Get("limit"), maxHistoryPage))
-			return
-		}
-		sales, truncated, last = h.History.After(after, limit)
-	} else {
-		var since time.Time
-		if v := q.Get("since"); v != "" {
-			var err error
-			if since, err = time.Parse(time.RFC3339Nano, v); err != nil {
-				writeError(w, api.CodeBadRequest, fmt.Sprintf("since=%q: want an RFC 3339 time", v))
-				return
-			}
-		}
-		sales, truncated = h.History.Since(since)
-	}
-	// Streamed, one sale at a time: the whole reply built in memory first
-	// raised the replicas' peak memory by megabytes per thousand sales.
-	replica, _ := json.Marshal(h.Replica)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, `{"replica":%s,"truncated":%t,"last":%d,"sales":[`, replica, truncated, last) // history.Reply's shape
-	for i, s := range sales {
-		if i > 0 {
-			bw.WriteByte(',')
-		}
-		raw, _ := json.Marshal(s) // plain data: it cannot fail
-		bw.Write(raw)
-	}
-	bw.WriteString("]}\n")
-	_ = bw.Flush() // the client may be gone; nothing to do then
-}
-
-// maxHistoryPage bounds one ?after= reply.
-const maxHistoryPage = 5000
-
-func (h *handlers) record(m sale.Method, outcome string) {
-	if h.Recorder != nil {
-		h.Recorder.Sale(m, outcome)
-	}
-}
-
-// faults reads the fault hooks of a /sale request: hold=DURATION (this sale's
-// business time), release_pause=DURATION (a pause at the release's last moment
-// before it deletes the lock), nested=1 (take the lock twice) and fence=1|0
-// (fencing on or off for this sale, whatever -fence says; nil when not
-// asked), stop_before_write=1, replica_ack=N, lease=DURATION (this
-// acquisition's lease, for the locks that take one per acquisition) and
-// off=FIX,... (fixes switched off, see chaos.Off: make mutations). They
-// need -chaos and the admin token; a request without them is untouched.
-func (h *handlers) faults(r *http.Request, q url.Values) (f chaos.Faults, nested bool, fence *bool, rerr *requestError) {
-	duration := func(v string, limit time.Duration) (time.Duration, bool) {
-		d, err := time.ParseDuration(v)
-		return d, err == nil && d > 0 && d <= limit
-	}
-	boolean := func(v string) (bool, bool) {
-		b, err := strconv.ParseBool(v)
-		return b, err == nil
-	}
-	hooks := []hook{
-		{"hold", "a duration in (0, " + MaxHold.String() + "]", func(v string) (ok bool) { f.Hold, ok = duration(v, MaxHold); return ok }},
-		{"release_pause", "a duration in (0, " + maxPause.String() + "]", func(v string) bool {
-			d, ok := duration(v, maxPause)
-			f.BeforeDelete = chaos.Sleep(d)
-			return ok
-		}},
-		{"nested", "1 or 0", func(v string) (ok bool) { nested, ok = boolean(v); return ok }},
-		{"stop_before_write", "1 or 0", func(v string) bool {
-			stop, ok := boolean(v)
-			if stop {
-				f.BeforeWrite = chaos.StopProcess
-			}
-			return ok
-		}},
-		{"replica_ack", "a replica count, 0-5", func(v string) bool {
-			n, err := strconv.Atoi(v)
-			f.ReplicaAck = n
-			return err == nil && n >= 0 && n <= 5
-		}},
-		{"lease", "a duration in (0, " + maxLease.String() + "]", func(v string) (ok bool) { f.Lease, ok = duration(v, maxLease); return ok }},
-		{"off", "fixes to switch off, comma-separated: " + chaos.OffNames, func(v string) (ok bool) { f.Off, ok = chaos.ParseOff(v); return ok }},
-		{"fence", "1 or 0", func(v string) bool {
-			b, ok := boolean(v)
-			fence = &b
-			return ok
-		}},
-	}
-	if !slices.ContainsFunc(hooks, func(p hook) bool { return q.Has(p.name) }) {
-		return f, false, nil, nil
-	}
-	// A stepped sale (the lab's lessons) may ask for fencing and a nested
-	// acquisition without -chaos: the lessons' fix and v6's story, shown
-	// on make up's replicas, and stepping is already the admin's beyond
-	// loopback (startStepped).
-	if q.Has("step") && h.LessonLease > 0 && !slices.ContainsFunc(hooks, func(p hook) bool { return p.name != "fence" && p.name != "nested" && q.Has(p.name) }) {
-		for _, p := range hooks {
-			if (p.name == "fence" || p.name == "nested") && q.Has(p.name) && !p.set(q.Get(p.name)) {
-				return f, false, nil, &requestError{api.CodeBadRequest, fmt.Sprintf("%s=%q: want %s", p.name, q.Get(p.name), p.want)}
-			}
-		}
-		return f, nested, fence, nil
-	}
-	if !h.Chaos {
-		return f, false, nil, &requestError{api.CodeChaosDisabled, "fault hooks (hold, release_pause, nested, fence, stop_before_write, replica_ack, lease, off) need the service started with -chaos"}
-	}
-	if !h.authorized(r) {
-		return f, false, nil, &requestError{api.CodeUnauthorized, "fault hooks need the admin token: send Authorization: Bearer <token>"}
-	}
-	for _, p := range hooks {
-		if q.Has(p.name) && !p.set(q.Get(p.name)) {
-			return f, false, nil, &requestError{api.CodeBadRequest, fmt.Sprintf("%s=%q: want %s", p.name, q.Get(p.name), p.want)}
-		}
-	}
-	return f, nested, fence, nil
-}
-
-// hook is one fault hook's query parameter: what it wants, and set, which
-// applies its value and reports whether it was well formed.
-type hook struct {
-	name, want string
-	set        func(v string) bool
-}
-
-// requestError is a request refused before any work: its code and message.
-type requestError struct {
-	code, msg string
-}
-
-// The fault hooks' longest durations. A hold is a holder's business time,
-// which a replica stopping lets finish: MaxHold is part of its grace period.
-// A release pause must end before the release's own timeout
-// (sale.ReleaseTimeout), or it would be that timeout, not the pause, that the
-// scenario shows.
-//
-// A lease= holds the lock against every other sale for that long, or until
-// its holder releases it.
-const (
-	MaxHold  = 5 * time.Second
-	maxPause = sale.ReleaseTimeout - time.Second
-	maxLease = 2 * time.Minute
-)
-
-// codes maps each error of the sale to its code (api.Status gives the HTTP
-// status); any other error is Redis or the network failing: unavailable.
-var codes = []struct {
-	err  error
-	code string
-}{
-	{sale.ErrSoldOut, api.CodeSoldOut},
-	{sale.ErrLockTimeout, api.CodeLockTimeout},
-	{sale.ErrStockMissing, api.CodeStockMissing},
-	{sale.ErrFenced, api.CodeFenced},
-	// Not fenced: the stock refused nothing. The lock failed to give what
-	// the sale needs, nothing was sold, and a retry may get a token.
-	{sale.ErrNoToken, api.CodeUnavailable},
-	{sale.ErrLeaseLost, api.CodeLeaseLost},
-	{sale.ErrStockCorrupt, api.CodeStockCorrupt},
-	{sale.ErrIndeterminate, api.CodeIndeterminate},
-	{ErrShuttingDown, api.CodeShuttingDown},
-	{step.ErrCancelled, api.CodeClientGone}, // the lab reset it, or left it
-	{context.Canceled, api.CodeClientGone},
-}
-
-// codeOf names an error of the sale by its code.
-func codeOf(err error) string {
-	for _, c := range codes {
-		if errors.Is(err, c.err) {
-			return c.code
-		}
-	}
-	return api.CodeUnavailable
-}
-
-func (h *handlers) stock(w http.ResponseWriter, r *http.Request) {
-	n, err := h.Seller.Stock(r.Context())
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, api.Stock{Key: h.Seller.Key(), Stock: n})
-}
-
-func (h *handlers) setStock(w http.ResponseWriter, r *http.Request) {
-	n, err := parseSetStock(http.MaxBytesReader(w, r.Body, 1<<10))
-	if err != nil {
-		writeError(w, api.CodeBadRequest, `want {"stock": N} with N a whole number >= 0: `+err.Error())
-		return
-	}
-	if err := h.Seller.SetStock(r.Context(), n); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, api.Stock{Key: h.Seller.Key(), Stock: n})
-}
-
-// parseSetStock reads PUT /stock's body, api.SetStock, strictly: one JSON
-// object whose only key is exactly "stock" (encoding/json would also take
-// "STOCK"), an integer literal (not 1e3, not 5.0), nothing after it.
-func parseSetStock(body io.Reader) (int64, error) {
-	var fields map[string]json.RawMessage
-	dec := json.NewDecoder(body)
-	if err := dec.Decode(&fields); err != nil {
-		return 0, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return 0, errors.New("trailing data after the JSON object")
-	}
-	raw, ok := fields["stock"]
-	switch {
-	case !ok:
-		return 0, errors.New(`"stock" is missing`)
-	case len(fields) != 1:
-		return 0, errors.New(`unknown fields: want only "stock"`)
-	}
-	n, err := strconv.ParseInt(string(raw), 10, 64)
-	switch {
-	case err != nil:
-		return 0, fmt.Errorf("stock %s: not a whole number", raw)
-	case n < 0:
-		return 0, fmt.Errorf("stock must be >= 0, got %d", n)
-	}
-	return n, nil
-}
-
 // admin requires the admin token as a bearer token, when one is configured.
 func (h *handlers) admin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -609,25 +346,4 @@ func (h *handlers) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready", "replica": h.Replica})
-}
-
-func (h *handlers) fail(w http.ResponseWriter, r *http.Request, err error) {
-	code := codeOf(err)
-	h.Log.Warn("request failed", "path", r.URL.Path, "code", code, "err", err,
-		"request_id", middleware.GetReqID(r.Context()))
-	writeError(w, code, err.Error())
-}
-
-func writeError(w http.ResponseWriter, code, msg string) {
-	writeJSON(w, api.Status(code), api.Error{Error: msg, Code: code})
-}
-
-// writeJSON writes v with status; a 503 also says when to retry.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	if status == http.StatusServiceUnavailable {
-		w.Header().Set("Retry-After", "1")
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v) // the client may be gone; nothing to do then
 }

@@ -58,6 +58,11 @@ func (h *handlers) startStepped(w http.ResponseWriter, r *http.Request, ctx cont
 		// connection) would outlive the lesson: it cannot crash.
 		s.Crashable(h.Forget)
 	}
+	if v, ok := versions.Lookup(m.Name); ok && v.Wait && v.Lease == "renewed" {
+		// v8: its watchdog renews through the gated client, from its own
+		// goroutine: a pause holds it there, as a frozen process would.
+		s.Pausable()
+	}
 	writeJSON(w, http.StatusAccepted, s.Settle(r.Context(), stepSettle))
 }
 
@@ -97,10 +102,49 @@ func (h *handlers) stepNext(w http.ResponseWriter, r *http.Request) {
 
 // stepEnd lets the sale run to its end without stopping.
 func (h *handlers) stepEnd(w http.ResponseWriter, r *http.Request) {
-	if s := h.stepped(w, r); s != nil {
-		s.End()
-		writeJSON(w, http.StatusOK, s.Settle(r.Context(), stepSettle))
+	s := h.stepped(w, r)
+	if s == nil {
+		return
 	}
+	if err := s.End(); err != nil {
+		writeError(w, api.CodeNotStopped, err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, s.Settle(r.Context(), stepSettle))
+}
+
+// stepPause pauses the sale stopped before a step (the lab's v8 story: a
+// holder frozen by a GC pause or SIGSTOP): its watchdog's renewals are held
+// at the gate until stepResume, so its lease runs out for real.
+func (h *handlers) stepPause(w http.ResponseWriter, r *http.Request) {
+	s := h.stepped(w, r)
+	if s == nil {
+		return
+	}
+	switch err := s.Pause(); {
+	case errors.Is(err, step.ErrNoPause):
+		writeError(w, api.CodeBadRequest, err.Error())
+		return
+	case err != nil:
+		writeError(w, api.CodeNotStopped, err.Error()+": it is "+s.State().State)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.State())
+}
+
+// stepResume wakes a paused sale: the renewals it held go out now, and it
+// is stopped before the step it was paused at. It answers once they have
+// (or stepSettle passed), so the page shows what they found.
+func (h *handlers) stepResume(w http.ResponseWriter, r *http.Request) {
+	s := h.stepped(w, r)
+	if s == nil {
+		return
+	}
+	if err := s.Resume(); err != nil {
+		writeError(w, api.CodeNotStopped, err.Error()+": it is "+s.State().State)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.Unheld(r.Context(), stepSettle))
 }
 
 // stepCrash crashes the sale where it stands (the lab's v3 story: a holder

@@ -217,3 +217,50 @@ func TestSteppedCrashAbandoned(t *testing.T) {
 		t.Fatalf("the lock went %s after the crash, before the sale was abandoned (300 ms unread)", took)
 	}
 }
+
+// A v8 stepped sale stopped before a step may be paused and resumed; while
+// paused it takes no step; a pause is refused for a lock with no background
+// work to freeze, and where the sale is not stopped; the reset cancels a
+// paused sale, which releases its lock.
+func TestSteppedPause(t *testing.T) {
+	g := step.New(step.Options{})
+	t.Cleanup(g.Close)
+	s := newStack(t, options{lock: "v6", override: true, steps: g, lessonLease: 7 * time.Second})
+	ctx := context.Background()
+	s.rdb.Set(ctx, api.DefaultStockKey, 10, 0)
+
+	s.expect(t, s.do(t, "POST", "/sale?step=A&lock=v6", ""), 202, map[string]any{"state": "stopped"})
+	r := s.do(t, "POST", "/steps/A/pause", "")
+	s.expect(t, r, 400, map[string]any{"code": "bad_request"})
+	if msg, _ := r.body["error"].(string); !strings.Contains(msg, "watchdog") {
+		t.Fatalf("pause refused with %q: want why (no watchdog to freeze)", msg)
+	}
+	s.expect(t, s.do(t, "DELETE", "/steps/A", ""), 200, map[string]any{"state": "done"})
+
+	s.expect(t, s.do(t, "POST", "/sale?step=B&lock=v8", ""), 202, map[string]any{"state": "stopped"})
+	s.expect(t, s.do(t, "POST", "/steps/B/resume", ""), 409, map[string]any{"code": "not_stopped"})
+	for i := 0; s.do(t, "GET", "/steps/B", "").body["phase"] != "stock"; i++ { // its acquire (a NOSCRIPT sent again, nested)
+		if i > 5 {
+			t.Fatal("B never reached its stock phase")
+		}
+		s.expect(t, s.do(t, "POST", "/steps/B/next", ""), 200, map[string]any{"state": "stopped"})
+	}
+	s.expect(t, s.do(t, "POST", "/steps/B/pause", ""), 200, map[string]any{"state": "stopped", "paused": true})
+	s.expect(t, s.do(t, "POST", "/steps/B/pause", ""), 409, map[string]any{"code": "not_stopped"})
+	s.expect(t, s.do(t, "POST", "/steps/B/next", ""), 409, map[string]any{"code": "not_stopped"})
+	s.expect(t, s.do(t, "POST", "/steps/B/end", ""), 409, map[string]any{"code": "not_stopped"})
+	r = s.do(t, "POST", "/steps/B/resume", "")
+	s.expect(t, r, 200, map[string]any{"state": "stopped"})
+	if r.body["paused"] != nil {
+		t.Fatalf("after the resume: %v, want not paused", r.body)
+	}
+	s.expect(t, s.do(t, "POST", "/steps/B/pause", ""), 200, map[string]any{"paused": true})
+	if s.rdb.Exists(ctx, api.DefaultLockKey).Val() != 1 {
+		t.Fatal("B holds no lock while paused after its acquire")
+	}
+	s.expect(t, s.do(t, "DELETE", "/steps/B", ""), 200, map[string]any{"state": "done"})
+	if s.rdb.Exists(ctx, api.DefaultLockKey).Val() != 0 || s.stock(t) != "10" {
+		t.Fatalf("after the reset of a paused sale: lock key left, or stock %s (want 10)", s.stock(t))
+	}
+	s.expect(t, s.do(t, "POST", "/steps/B/pause", ""), 409, map[string]any{"code": "not_stopped"})
+}

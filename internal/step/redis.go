@@ -27,7 +27,7 @@ func (Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return next(ctx, cmd)
 		}
 		var err error
-		if serr := s.run(Describe(cmd), func() string { err = next(ctx, cmd); return Reply(cmd, err) }); serr != nil {
+		if serr := s.run(ctx, Describe(cmd), func() string { err = next(ctx, cmd); return Reply(cmd, err) }); serr != nil {
 			cmd.SetErr(serr)
 			return serr
 		}
@@ -47,7 +47,7 @@ func (Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPip
 			what[i] = Describe(c)
 		}
 		var err error
-		serr := s.run(strings.Join(what, "; "), func() string {
+		serr := s.run(ctx, strings.Join(what, "; "), func() string {
 			err = next(ctx, cmds)
 			for i, c := range cmds {
 				replies[i] = Reply(c, c.Err())

@@ -67,7 +67,7 @@ func (c *sqlConn) ExecContext(ctx context.Context, query string, args []driver.N
 	}
 	var res driver.Result
 	var err error
-	if serr := s.Run(DescribeSQL(query, args), func() string {
+	if serr := s.Run(ctx, DescribeSQL(query, args), func() string {
 		res, err = c.exec(ctx, query, args)
 		return execReply(res, err)
 	}); serr != nil {
@@ -107,7 +107,7 @@ func (c *sqlConn) QueryContext(ctx context.Context, query string, args []driver.
 	}
 	var rows driver.Rows
 	var err error
-	if serr := s.Run(DescribeSQL(query, args), func() string {
+	if serr := s.Run(ctx, DescribeSQL(query, args), func() string {
 		rows, err = c.query(ctx, query, args)
 		if err != nil {
 			return "(error) " + err.Error()
@@ -183,20 +183,21 @@ func (c *sqlConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx
 	}
 	var tx driver.Tx
 	var err error
-	if serr := s.Run("BEGIN", func() string { tx, err = begin(); return execReply(nil, err) }); serr != nil {
+	if serr := s.Run(ctx, "BEGIN", func() string { tx, err = begin(); return execReply(nil, err) }); serr != nil {
 		return nil, serr
 	}
 	if err != nil {
 		return nil, err
 	}
-	return sqlTx{tx, s}, nil
+	return sqlTx{tx, s, ctx}, nil
 }
 
 // sqlTx is a transaction of an armed sale: driver.Tx's Commit and Rollback
-// take no context, so it keeps the sale BeginTx was given.
+// take no context, so it keeps the sale and the context BeginTx was given.
 type sqlTx struct {
-	tx driver.Tx
-	s  *Sale
+	tx  driver.Tx
+	s   *Sale
+	ctx context.Context
 }
 
 func (t sqlTx) Commit() error   { return t.end("COMMIT", t.tx.Commit) }
@@ -204,7 +205,7 @@ func (t sqlTx) Rollback() error { return t.end("ROLLBACK", t.tx.Rollback) }
 
 func (t sqlTx) end(what string, do func() error) error {
 	var err error
-	if serr := t.s.Run(what, func() string { err = do(); return execReply(nil, err) }); serr != nil {
+	if serr := t.s.Run(t.ctx, what, func() string { err = do(); return execReply(nil, err) }); serr != nil {
 		// Refused (the sale cancelled): the transaction is still open on
 		// its connection; rolling it back sends nothing the story needs.
 		if what == "COMMIT" {
@@ -227,7 +228,7 @@ func (c *sqlConn) Ping(ctx context.Context) error {
 		return ping()
 	}
 	var err error
-	if serr := s.Run("PING", func() string { err = ping(); return execReply(nil, err) }); serr != nil {
+	if serr := s.Run(ctx, "PING", func() string { err = ping(); return execReply(nil, err) }); serr != nil {
 		return serr
 	}
 	return err

@@ -20,6 +20,13 @@
 // stays in the store until the lesson is reset, the page goes away, or the
 // bound: then the forget function its server gave (Sale.Crashable) removes
 // the lock if it still holds the sale's owner (Owner), never another's.
+//
+// A sale stopped before a step may be paused (Sale.Pause), as a GC pause or
+// SIGSTOP freezes a whole process: its background commands (v8's watchdog)
+// are held at the gate too, not sent, until it resumes (Sale.Resume), so a
+// lease its watchdog renewed runs out for real. A paused sale is cancelled
+// by the reset, the idle timer and the bound like any other: the
+// cancellation resumes it, and it releases its lock.
 package step
 
 import (
@@ -27,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -51,6 +59,13 @@ var (
 	// ErrNoCrash is a crash asked of a sale whose lock a reset could not
 	// remove (Sale.Crashable was not called for it).
 	ErrNoCrash = errors.New("step: this sale's lock cannot be crashed in a lesson: only a lock that is one key in the stock's Redis (v3-v8), which the lesson's reset can remove")
+	// ErrNoPause is a pause asked of a sale with no background work the
+	// gate can hold (Sale.Pausable was not called for it).
+	ErrNoPause = errors.New("step: pausing freezes a sale's background work, as a paused process freezes its watchdog; this lock has none, so a sale stopped before a step is already as frozen as it gets")
+	// ErrPaused is a step, an end or a second pause asked of a paused sale.
+	ErrPaused = errors.New("step: the sale is paused, frozen as a stopped process: resume it first")
+	// ErrNotPaused is a resume asked of a sale that is not paused.
+	ErrNotPaused = errors.New("step: the sale is not paused")
 	// ErrBadID is an id that is not a plain token.
 	ErrBadID = errors.New("step: the id must be 1-64 letters, digits, '.', '_', ':' or '-'")
 )
@@ -164,6 +179,12 @@ type State struct {
 	// Forgot is what removing a crashed sale's lock answered: "1" (its
 	// key deleted), "0" (gone, or another's: left alone), or an error.
 	Forgot string `json:"forgot,omitempty"`
+	// Paused says that the sale is paused (Sale.Pause): neither it nor its
+	// background goroutines send anything until it resumes.
+	Paused bool `json:"paused,omitempty"`
+	// Held are the background commands the pause holds, not sent yet
+	// (v8's watchdog's renewal).
+	Held []Step `json:"held,omitempty"`
 }
 
 // Sale is one stepped sale.
@@ -196,6 +217,11 @@ type Sale struct {
 	crashed bool
 	left    bool   // crashed, its lock maybe still in the store
 	forgot  string // what forget answered
+
+	pausable bool
+	paused   bool
+	held     []*Step // background commands held while paused
+	sending  int     // background commands held or sent, not answered yet
 }
 
 type key struct{}
@@ -334,6 +360,10 @@ func (s *Sale) State() State {
 		st.Cancelled = s.cancelled.Error()
 	}
 	st.Crashed, st.Left, st.Forgot = s.crashed, s.left, s.forgot
+	st.Paused = s.paused
+	for _, h := range s.held {
+		st.Held = append(st.Held, *h)
+	}
 	return st
 }
 
@@ -341,6 +371,9 @@ func (s *Sale) State() State {
 func (s *Sale) Next() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.paused {
+		return ErrPaused
+	}
 	if s.next == nil {
 		return ErrNotStopped
 	}
@@ -349,12 +382,58 @@ func (s *Sale) Next() error {
 	return nil
 }
 
-// End lets the sale run to its end without stopping again.
-func (s *Sale) End() {
+// End lets the sale run to its end without stopping again; refused while
+// it is paused.
+func (s *Sale) End() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.paused {
+		return ErrPaused
+	}
 	s.toEnd, s.next = true, nil
 	s.notify()
+	return nil
+}
+
+// Pausable lets the sale be paused (Pause): its server gives it for a lock
+// whose background work goes through the gated client (v8's watchdog), the
+// only work a pause adds to a sale already stopped before a step.
+func (s *Sale) Pausable() {
+	s.mu.Lock()
+	s.pausable = true
+	s.mu.Unlock()
+}
+
+// Pause freezes the sale, stopped before a step, as a GC pause or SIGSTOP
+// freezes a process: its background commands are held at the gate, not
+// sent, until Resume. Time runs on: a lease nobody renews runs out.
+func (s *Sale) Pause() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case !s.pausable:
+		return ErrNoPause
+	case s.paused:
+		return ErrPaused
+	case s.next == nil || s.finished || s.cancelled != nil:
+		return ErrNotStopped
+	}
+	s.paused = true
+	s.notify()
+	return nil
+}
+
+// Resume wakes a paused sale: the background commands it held are sent
+// now, and the sale is stopped before the step it was paused at.
+func (s *Sale) Resume() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.paused {
+		return ErrNotPaused
+	}
+	s.paused = false
+	s.notify()
+	return nil
 }
 
 // Cancel stops the sale for why: it sends nothing more to the stock and
@@ -373,6 +452,10 @@ func (s *Sale) Cancel(why string) {
 		s.mu.Unlock()
 		return
 	}
+	// A paused sale wakes to release its lock: its held background
+	// commands go on, or end with their own context (the watchdog's,
+	// stopped by the release).
+	s.paused = false
 	s.cancelled, s.next = fmt.Errorf("%w: %s", ErrCancelled, why), nil
 	s.notify()
 	s.mu.Unlock()
@@ -417,7 +500,7 @@ func (s *Sale) Crash() error {
 		s.mu.Unlock()
 		return ErrNotStopped
 	}
-	s.crashed, s.cancelled, s.next = true, ErrCrashed, nil
+	s.crashed, s.cancelled, s.next, s.paused = true, ErrCrashed, nil, false
 	s.notify()
 	s.mu.Unlock()
 	s.cancel(ErrCrashed)
@@ -497,6 +580,37 @@ func (s *Sale) Settle(ctx context.Context, d time.Duration) State {
 	}
 }
 
+// Unheld waits until the background commands a pause held have been sent
+// and answered, at most d (or until ctx ends), and returns the state: what
+// a resume answers, once the renewal it let go has found what it found.
+func (s *Sale) Unheld(ctx context.Context, d time.Duration) State {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		busy, changed := len(s.held) > 0 || s.sending > 0, s.changed
+		// A script answered NOSCRIPT is sent again as EVAL by the
+		// client, in a command of its own: the answer is that one's.
+		for i := len(s.done) - 1; i >= 0 && !busy; i-- {
+			if s.done[i].Phase == Background {
+				busy = strings.Contains(s.done[i].Reply, "NOSCRIPT")
+				break
+			}
+		}
+		s.mu.Unlock()
+		if !busy {
+			return s.State()
+		}
+		select {
+		case <-changed:
+		case <-t.C:
+			return s.State()
+		case <-ctx.Done():
+			return s.State()
+		}
+	}
+}
+
 // Phase tells ctx's stepped sale, if any, which phase its next steps belong
 // to (Acquire, Stock, Release).
 func Phase(ctx context.Context, phase string) {
@@ -546,6 +660,29 @@ func Cancelled(ctx context.Context, f func()) (stop func() bool) {
 	return context.AfterFunc(s.ctx, f) // the sale's own: ctx may be detached from it (a holder's)
 }
 
+// Sent is t, or, for ctx's stepped sale, when it let go the last of its
+// own steps begun after t: the moment a command stopped at the gate was
+// truly sent. A lease counted from before the gate (lease.ValidUntil)
+// would count the learner's time stopped there: B, stopped before its
+// acquire while A's lease ran out, would be granted a lease already over.
+func Sent(ctx context.Context, t time.Time) time.Time {
+	s := From(ctx)
+	if s == nil {
+		return t
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.done) - 1; i >= 0; i-- {
+		if d := s.done[i]; d.Phase != Background {
+			if d.Start.After(t) {
+				return d.Start
+			}
+			break
+		}
+	}
+	return t
+}
+
 // Done records the outcome of the step Stop let go.
 func Done(ctx context.Context, reply string) {
 	if s := From(ctx); s != nil {
@@ -558,8 +695,11 @@ func Done(ctx context.Context, reply string) {
 // this package must not link: etcd's gRPC): on the sale's own goroutine it
 // stops first and records the reply do returns; on any other it runs at once
 // and is recorded as Background. It returns ErrCancelled, do not called, when
-// the step must not be taken.
-func (s *Sale) Run(what string, do func() string) error { return s.run(what, do) }
+// the step must not be taken. ctx is the request's own: a paused sale holds
+// a background request until it resumes or ctx ends.
+func (s *Sale) Run(ctx context.Context, what string, do func() string) error {
+	return s.run(ctx, what, do)
+}
 
 // run takes one step described by what: on the sale's own goroutine it
 // stops first (Stop) and records the reply do returns; on any other
@@ -567,18 +707,25 @@ func (s *Sale) Run(what string, do func() string) error { return s.run(what, do)
 // is shown, not stopped: v8's watchdog renewing in real time while its
 // holder is stopped is the very thing v8 fixes, and stopping it would turn
 // v8's story into v7's. redsync's per-node calls run in goroutines too:
-// shown, not stopped (see the package's report of what is left).
-func (s *Sale) run(what string, do func() string) error {
+// shown, not stopped (see the package's report of what is left). Only a
+// paused sale (Pause) holds them, until it resumes, is cancelled, or ctx,
+// the command's own, ends.
+func (s *Sale) run(ctx context.Context, what string, do func() string) error {
 	if goid.Get() != s.goid {
 		s.mu.Lock()
-		crashed := s.crashed
+		s.sending++
 		s.mu.Unlock()
-		if crashed { // a dead process's goroutines send nothing either
-			return ErrCrashed
+		if err := s.hold(ctx, what); err != nil {
+			s.mu.Lock()
+			s.sending--
+			s.notify()
+			s.mu.Unlock()
+			return err
 		}
 		start := time.Now()
 		reply := do()
 		s.mu.Lock()
+		s.sending--
 		s.n++
 		s.done = append(s.done, Step{N: s.n, Phase: Background, Command: what, Reply: reply, Start: start, End: time.Now()})
 		s.notify()
@@ -589,6 +736,37 @@ func (s *Sale) run(what string, do func() string) error {
 		return err
 	}
 	s.complete(do())
+	return nil
+}
+
+// hold waits while the sale is paused before a background command is sent
+// (ctx its own), and refuses it once the sale crashed: a dead process's
+// goroutines send nothing either.
+func (s *Sale) hold(ctx context.Context, what string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.paused {
+		h := &Step{Phase: Background, Command: what}
+		s.held = append(s.held, h)
+		s.notify()
+		for s.paused && ctx.Err() == nil {
+			changed := s.changed
+			s.mu.Unlock()
+			select {
+			case <-changed:
+			case <-ctx.Done():
+			}
+			s.mu.Lock()
+		}
+		s.held = slices.DeleteFunc(s.held, func(x *Step) bool { return x == h })
+		s.notify()
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	if s.crashed {
+		return ErrCrashed
+	}
 	return nil
 }
 

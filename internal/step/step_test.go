@@ -444,3 +444,173 @@ func TestNestedWaitsOnItselfItsRunningTime(t *testing.T) {
 		t.Fatalf("after A gave up: the lock key there %d times, stock %s: want released, 10", n, b.stock(t))
 	}
 }
+
+// waitHeld waits until the paused sale s holds a background command (v8's
+// watchdog's renewal, held at the gate instead of sent).
+func waitHeld(t *testing.T, s *step.Sale) step.State {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		st := s.State()
+		if len(st.Held) > 0 {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s holds no background command within 10 s: %+v", st.ID, st)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the observable state
+	}
+}
+
+// TestPausedHolder: v8's A, paused before its write, holds its watchdog's
+// renewals at the gate: its lease runs out for real, B takes the lock and
+// reads 10, and A, resumed, writes 9 after B read: one unit sold twice.
+// Fenced, A's write is refused instead.
+func TestPausedHolder(t *testing.T) {
+	for _, fence := range []bool{false, true} {
+		t.Run(map[bool]string{false: "flaw", true: "fenced"}[fence], func(t *testing.T) {
+			b := newBench(t, 600*time.Millisecond)
+			if fence {
+				d := builder.Deps{Redis: b.rdb, LockKey: b.lockKey, TTL: 600 * time.Millisecond}
+				b.one = builder.Build(d, versions.Variant{Wait: "poll", Fence: true})
+				b.two = builder.Build(d, versions.Variant{Wait: "poll", Fence: true})
+			}
+			g := step.New(step.Options{})
+			defer g.Close()
+			a := b.start(t, g, "A", b.one["v8"])
+			if err := a.Pause(); !errors.Is(err, step.ErrNoPause) {
+				t.Fatalf("pause without Pausable: %v, want ErrNoPause", err)
+			}
+			a.Pausable()
+			write := "SET " + b.svc.Key()
+			if fence {
+				write = "EVALSHA"
+			}
+			st := until(t, a, "business work")
+			next(t, a) // the work done: A stopped before its write, its lease checked
+			if st = a.State(); !strings.HasPrefix(st.Next.Command, write) {
+				t.Fatalf("A stopped before %q, want its write", st.Next.Command)
+			}
+			if err := a.Pause(); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Pause(); !errors.Is(err, step.ErrPaused) {
+				t.Fatalf("second pause: %v, want ErrPaused", err)
+			}
+			if err := a.Next(); !errors.Is(err, step.ErrPaused) {
+				t.Fatalf("Next while paused: %v, want ErrPaused", err)
+			}
+			if err := a.End(); !errors.Is(err, step.ErrPaused) {
+				t.Fatalf("End while paused: %v, want ErrPaused", err)
+			}
+			held := waitHeld(t, a).Held[0]
+			if !strings.HasPrefix(held.Command, "EVALSHA") || held.Phase != step.Background {
+				t.Fatalf("held: %+v, want the watchdog's renewal script", held)
+			}
+			renewals := len(find(a.State(), "EVALSHA"))
+			b.waitGone(t, b.lockKey) // the paused watchdog renewed nothing
+			if got := len(find(a.State(), "EVALSHA")); got != renewals {
+				t.Fatalf("%d EVALSHA steps sent while paused", got-renewals)
+			}
+			bb := b.start(t, g, "B", b.two["v8"])
+			stB := until(t, bb, "check: stock") // B took the lock and read the stock
+			if !strings.HasPrefix(stB.Next.Command, "check: stock 10 ") {
+				t.Fatalf("B: %+v, want it to have read 10", stB)
+			}
+			if err := a.Resume(); err != nil {
+				t.Fatal(err)
+			}
+			st = a.Unheld(context.Background(), 5*time.Second)
+			last := st.Done[len(st.Done)-1]
+			if len(st.Held) != 0 || last.Phase != step.Background || last.Reply != "0" {
+				t.Fatalf("after the resume: held %+v, last step %+v: want the held renewal sent, answered 0 (B's lock)", st.Held, last)
+			}
+			sa, oa := finish(t, a)
+			sb, ob := finish(t, bb)
+			for _, d := range append(sa.Done, sb.Done...) {
+				t.Logf("%d %-10s %s -> %s", d.N, d.Phase, d.Command, d.Reply)
+			}
+			if !fence {
+				if oa.err != nil || ob.err != nil || oa.res.Remaining != 9 || ob.res.Remaining != 9 || b.stock(t) != "9" {
+					t.Fatalf("A: %+v %v, B: %+v %v, stock %s: want both sold, 9 left: one unit sold twice", oa.res, oa.err, ob.res, ob.err, b.stock(t))
+				}
+				return
+			}
+			if !errors.Is(oa.err, sale.ErrFenced) || ob.err != nil || ob.res.Remaining != 9 || b.stock(t) != "9" {
+				t.Fatalf("A: %+v %v, B: %+v %v, stock %s: want A's write refused, B sold", oa.res, oa.err, ob.res, ob.err, b.stock(t))
+			}
+		})
+	}
+}
+
+// TestPausedReleasedWhenLeft: a paused v8 sale, its watchdog's renewal held,
+// is cancelled when abandoned, past the bound, or on Cancel like any
+// stepped sale: it wakes, releases its lock, writes nothing, and the next
+// sale is served at once.
+func TestPausedReleasedWhenLeft(t *testing.T) {
+	const ttl = 3 * time.Second // renewed every 1 s; outlives the cases' bounds
+	cases := map[string]struct {
+		opts   step.Options
+		cancel bool
+		why    string
+	}{
+		"abandoned": {step.Options{Idle: 1500 * time.Millisecond}, false, "abandoned"},
+		"bound":     {step.Options{Bound: 1500 * time.Millisecond}, false, "bound"},
+		"cancelled": {step.Options{}, true, "reset"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := newBench(t, ttl)
+			g := step.New(c.opts)
+			defer g.Close()
+			a := b.start(t, g, "A", b.one["v8"])
+			a.Pausable()
+			until(t, a, "SET "+b.svc.Key()) // stopped before its write, holding the lock
+			if err := a.Pause(); err != nil {
+				t.Fatal(err)
+			}
+			waitHeld(t, a)
+			if c.cancel {
+				a.Cancel("reset")
+			}
+			st := waitDone(t, a)
+			if st.State != "done" || !strings.Contains(st.Cancelled, c.why) || st.Paused {
+				t.Fatalf("A: %s, cancelled %q, paused %v: want done, cancelled (%s)", st.State, st.Cancelled, st.Paused, c.why)
+			}
+			if o := st.Result.(outcome); !errors.Is(o.err, step.ErrCancelled) {
+				t.Fatalf("A's sale: %v, want ErrCancelled", o.err)
+			}
+			rel := st.Done[len(st.Done)-1]
+			if rel.Phase != step.Release || rel.Reply != "1" {
+				t.Fatalf("A's last step: %+v, want its release, deleting its lock (1)", rel)
+			}
+			if n, _ := b.rdb.Exists(context.Background(), b.lockKey).Result(); n != 0 {
+				t.Fatal("the lock key is left behind")
+			}
+			if got := b.stock(t); got != "10" {
+				t.Fatalf("stock %s, want 10: a cancelled sale writes nothing", got)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			if res, err := b.svc.Sell(ctx, b.two["v8"]); err != nil || res.Remaining != 9 {
+				t.Fatalf("the next sale: %+v %v, want sold at once", res, err)
+			}
+		})
+	}
+}
+
+// TestLeaseCountsFromTheLetGo: v8's B, stopped before its acquire for
+// longer than a lease (as in the paused-holder story, while A's lease runs
+// out), is granted a whole lease once let go: its validity counts from the
+// command's sending (step.Sent), not from its arrival at the gate, and it
+// sells instead of believing its fresh lease lost.
+func TestLeaseCountsFromTheLetGo(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	b := newBench(t, ttl)
+	g := step.New(step.Options{})
+	defer g.Close()
+	bb := b.start(t, g, "B", b.one["v8"])
+	time.Sleep(2 * ttl) // the learner's time at the gate, longer than a lease: what this checks
+	if _, o := finish(t, bb); o.err != nil || o.res.Remaining != 9 {
+		t.Fatalf("B: %+v %v, want sold: its lease counted from its acquire's sending", o.res, o.err)
+	}
+}

@@ -129,6 +129,40 @@ presets["v6-fence"].steps = presets.v4.steps.map((s, i) => ({
   9: { who: "B", do: "end", caption: "B writes 9 and releases its lock: the unit is sold once." },
 }[i] || s));
 
+// v8's paused holder, and fencing's fix in the same order: A is paused
+// ("pause": the whole sale frozen, its watchdog's renewals held at the
+// gate, as a GC pause or SIGSTOP freezes a process) before its write, after
+// its last check of its lease; "resume" wakes it. Time runs for real.
+const paused = (fence) => [
+  { who: "A", do: "next", caption: "A takes the lock: v8's script makes the key a hash holding A's id, for 10 s, and A's watchdog starts renewing it every 3.3 s." },
+  { who: "A", do: "next", caption: "A takes it again, nested, as the tutorial's /sale does: the count goes to 2." },
+  { who: "A", do: "next", caption: fence ? "A reads the stock through the fenced script: 10. The stock notes A's token as its newest holder." : "A reads the stock: 10." },
+  { who: "A", do: "next", caption: "A checks: 10 is more than 0." },
+  { who: "A", do: "next", caption: "A does its business work, then checks that its lease is still valid: it is. A is stopped before its write." },
+  { who: "A", do: "wait", ms: 4000, caption: "A is stopped, but its watchdog is not: watch the lock's time between the lanes jump back up to 10 s at each renewal." },
+  { who: "A", do: "pause", caption: "A's whole process freezes now, as a long GC pause or a SIGSTOP would: its watchdog runs inside it, so it freezes too. Its next renewal waits, unsent." },
+  { who: "A", do: "wait", caption: "Nothing renews the lease any more. Watch it run out between the lanes, in real time." },
+  { who: "B", do: "next", mark: fence ? "" : "flaw", caption: fence ? "The lock is free, so B takes it, with a higher token than A's." : "The lock is free, so B takes it: the key now holds B's id, while A, frozen, still believes it holds the lock." },
+  { who: "B", do: "next", caption: "B takes it again, nested: the count goes to 2." },
+  { who: "B", do: "next", caption: fence ? "B reads the stock: 10. The stock now knows B's token, newer than A's." : "B reads the stock: still 10, since A has not written." },
+  { who: "A", do: "resume", caption: "A wakes up. The renewal its watchdog held since the freeze goes out now and finds B's lock: it answers 0, too late to stop the write A is about to make." },
+  fence
+    ? { who: "A", do: "next", mark: "fix", caption: "A tries to write 9 with its old token. The stock has seen B's newer one: it refuses the write." }
+    : { who: "A", do: "next", mark: "flaw", caption: "A writes 9. It checked its lease before the freeze and does not check again: the write lands while B holds the lock." },
+  { who: "A", do: "end", caption: "A releases: the script finds no hold of A's in the key and deletes nothing." },
+  { who: "B", do: "end", caption: fence ? "B checks, writes 9 and releases its lock: the unit is sold once." : "B checks its 10, writes 9 and releases: a second unit sold, but the stock went down by one." },
+];
+presets.v8 = {
+  lock: "v8", fence: false, tabs: ["v8"], title: "v8: a paused holder writes after B took the lock",
+  intro: "v8 renews its lease with a watchdog for as long as its holder runs. Here A's whole process is paused, as a long GC pause or a SIGSTOP would pause it: the watchdog inside it stops too. The lesson's lease is 10 s, and time runs for real.",
+  steps: paused(false),
+};
+presets["v8-fence"] = {
+  lock: "v8", fence: true, tabs: ["v8"], title: "v8 with fencing: the paused holder's write refused",
+  intro: "v8's paused holder again, with fencing: each holder gets a rising token, and the stock refuses a holder older than the newest it has seen.",
+  steps: paused(true),
+};
+
 const lanes = ["A", "B"];
 const steps = { preset: null, at: 0, sales: {}, store: null, storeAt: 0, busy: false, timer: 0, marks: {}, waitFrom: 0 };
 
@@ -366,7 +400,9 @@ function judge() {
     if (first >= 0 && r.code === "lock_timeout" && !x.crashed) {
       out.push({ bad: true, text: X + " waited on its own lock: its nested acquisition found the key held by " + X + " itself, asked " + (acq.length - first - 1) + " times and gave up at its deadline. Nothing sold." });
     }
-    if (acq.filter(granted).length >= 2 && r.sold) {
+    // v8 nests as v7 does: said in v7's story, not in a paused holder's.
+    const pausedHolder = [A, B].some((y) => y && y.done.some((d) => d.phase === "background" && d.reply === "0"));
+    if (acq.filter(granted).length >= 2 && r.sold && !pausedHolder) {
       out.push({ bad: false, text: X + " took its own lock a second time, the lock counting it, and sold: the nested acquisition did not wait on itself." });
     }
   }
@@ -385,6 +421,14 @@ function judge() {
     if (y.crashed || !mine || !(new Date(mine.end) < new Date(got.end))) continue;
     if (rel.reply === "1") out.push({ bad: true, text: Y + "'s lock deleted by " + X + ": " + X + "'s release removed the key while " + Y + " still held it." });
     if (rel.reply === "0") out.push({ bad: false, text: X + "'s release answered 0: " + Y + "'s lock survived." });
+  }
+  // A paused holder (v8): its watchdog, frozen with it, found on waking
+  // that the lease had gone to the other.
+  for (const [x, Y, X] of B ? [[A, "B", "A"], [B, "A", "B"]] : []) {
+    const r = (x.result || {}).reply || {};
+    if (!x.done.some((d) => d.phase === "background" && d.reply === "0")) continue;
+    if (r.sold) out.push({ bad: true, text: "Two holders: " + X + " was paused, its watchdog with it, its lease ran out and " + Y + " took the lock; " + X + " woke and wrote anyway, having checked its lease before the pause." });
+    else out.push({ bad: false, text: X + " was paused, its watchdog with it, its lease ran out and " + Y + " took the lock; " + X + " woke, but its stale write did not land." });
   }
   for (const [r, X] of [[ra, "A"], [rb, "B"]]) {
     if (r.code === "fenced") out.push({ bad: false, text: X + "'s write was refused by the stock: a newer holder had touched it. Nothing was sold twice." });
@@ -423,7 +467,8 @@ function drawSteps() {
     next.textContent = !steps.sales.A ? (p.solo ? "Start: stock 10, A stopped before its first step" : "Start: stock 10, A and B stopped before their first step")
       : !st ? "The end" : st.do === "wait" ? (wait ? (st.ms ? "Waiting: " + Math.ceil((st.ms - (Date.now() - steps.waitFrom)) / 1000) + " s to go..." : "Waiting for the lease to run out...")
         : storeLock() ? "Next: " + st.ms / 1000 + " s have passed" : "Next: the lease has run out")
-      : "Next: " + st.who + (st.do === "end" ? " to the end" : st.do === "crash" ? "'s sale crashes" : "'s next step");
+      : "Next: " + st.who + (st.do === "end" ? " to the end" : st.do === "crash" ? "'s sale crashes" : st.do === "pause" ? " is paused"
+        : st.do === "resume" ? " resumes" : "'s next step");
     $("#steps-caption").textContent = !steps.sales.A ? p.intro : st ? (steps.at + 1) + " of " + p.steps.length + ". " + st.caption
       : p.steps[p.steps.length - 1].caption;
   } else $("#steps-caption").textContent = "Pick a story above, or a version below and start A and B, then step them by hand.";
@@ -443,9 +488,16 @@ function drawLane(w) {
   const s = steps.sales[w];
   const lane = $("#lane-" + w);
   lane.dataset.state = s ? s.s.state : "";
-  lane.querySelector(".who").textContent = s ? "on " + s.replica + " · " + s.lock + (s.fence ? " fenced" : "") + " · " + s.s.state : "not started";
+  lane.dataset.paused = String(Boolean(s && s.s.paused));
+  lane.querySelector(".who").textContent = s ? "on " + s.replica + " · " + s.lock + (s.fence ? " fenced" : "") + " · " + (s.s.paused ? "paused" : s.s.state) : "not started";
   const list = lane.querySelector("ol");
   const items = s ? runs(s.s.done).map((g) => stepItem(g[0], g.map((d) => steps.marks[w + ":" + d.n]).find(Boolean), false, g)) : [];
+  // What a paused sale's background goroutines wait to send (v8's watchdog).
+  for (const h of (s && s.s.held) || []) {
+    items.push(el("li", { className: "step", "data-phase": "background", "data-held": "true" },
+      el("span", { className: "phase", text: "background" }), el("code", { className: "cmd", text: h.command }),
+      el("span", { className: "reply", text: "held: " + w + " is paused" })));
+  }
   if (s && s.s.next) items.push(stepItem(s.s.next, "", true));
   if (s && s.s.state === "done" && s.s.crashed) {
     items.push(el("li", { className: "result", "data-sold": "false", "data-crashed": "true",
@@ -458,8 +510,8 @@ function drawLane(w) {
   }
   list.replaceChildren(...items);
   const stopped = s && s.s.state === "stopped";
-  lane.querySelector(".next").disabled = !stopped || steps.busy;
-  lane.querySelector(".end").disabled = !s || s.s.state === "done" || steps.busy;
+  lane.querySelector(".next").disabled = !stopped || steps.busy || s.s.paused;
+  lane.querySelector(".end").disabled = !s || s.s.state === "done" || steps.busy || s.s.paused;
 }
 
 // words are the result codes a lesson can end on, in plain words.

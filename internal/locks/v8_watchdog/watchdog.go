@@ -28,6 +28,7 @@ import (
 	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/handoff"
 	reentrant "github.com/locklab/locklab/internal/locks/v7_reentrant"
+	"github.com/locklab/locklab/internal/step"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -90,7 +91,7 @@ func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, err
 	if err != nil {
 		return nil, err
 	}
-	return l.watched(ctx, owner, inner, sent), nil
+	return l.watched(ctx, owner, inner, step.Sent(ctx, sent)), nil
 }
 
 // TryOrQueue is v7's attempt that queues when the lock is taken (-wait
@@ -101,7 +102,7 @@ func (l *Locker) TryOrQueue(ctx context.Context, owner string, w handoff.Waiter)
 	if err != nil {
 		return nil, err
 	}
-	return l.watched(ctx, owner, inner, sent), nil
+	return l.watched(ctx, owner, inner, step.Sent(ctx, sent)), nil
 }
 
 // Granted claims the hold a release handed owner, with its token (v7's
@@ -112,7 +113,7 @@ func (l *Locker) Granted(ctx context.Context, owner string, token int64) (lease.
 	if err != nil {
 		return nil, err
 	}
-	return l.watched(ctx, owner, inner, sent), nil
+	return l.watched(ctx, owner, inner, step.Sent(ctx, sent)), nil
 }
 
 // Leave is v7's: a hold handed over while owner was leaving had no watchdog.
@@ -120,7 +121,9 @@ func (l *Locker) Leave(ctx context.Context, owner string) error { return l.inner
 
 // watched returns inner, a hold of owner's whose acquiring command was sent
 // at sent, with the watchdog renewing it. A nested hold renewed the lease
-// too (v7's acquire sets it again), so it moves the deadline on.
+// too (v7's acquire sets it again), so it moves the deadline on. (A stepped
+// sale's command is sent when the learner lets it go, not when it reached
+// the gate: step.Sent.)
 func (l *Locker) watched(ctx context.Context, owner string, inner lease.Lease, sent time.Time) lease.Lease {
 	until := lease.ValidUntil(sent, l.inner.TTL())
 	l.mu.Lock()

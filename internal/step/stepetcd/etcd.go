@@ -51,7 +51,7 @@ func Unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientCo
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
 	var err error
-	if serr := s.Run(Describe(method, req), func() string {
+	if serr := s.Run(ctx, Describe(method, req), func() string {
 		err = invoker(ctx, method, req, reply, cc, opts...)
 		return Reply(req, reply, err)
 	}); serr != nil {
@@ -72,7 +72,7 @@ func Stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, met
 		return cs, err
 	}
 	if s := step.From(ctx); s != nil {
-		return &stream{ClientStream: cs, s: s, method: method}, nil
+		return &stream{ClientStream: cs, s: s, ctx: ctx, method: method}, nil
 	}
 	return cs, nil
 }
@@ -82,6 +82,7 @@ const keepAlive = "/etcdserverpb.Lease/LeaseKeepAlive"
 type stream struct {
 	grpc.ClientStream
 	s      *step.Sale
+	ctx    context.Context
 	method string
 	mu     sync.Mutex
 	sent   string // the request whose reply is awaited, described
@@ -106,7 +107,7 @@ func (st *stream) RecvMsg(m any) error {
 		return st.ClientStream.RecvMsg(m)
 	}
 	var err error
-	if serr := st.s.Run(what, func() string { err = st.ClientStream.RecvMsg(m); return Reply(nil, m, err) }); serr != nil {
+	if serr := st.s.Run(st.ctx, what, func() string { err = st.ClientStream.RecvMsg(m); return Reply(nil, m, err) }); serr != nil {
 		return serr
 	}
 	return err
