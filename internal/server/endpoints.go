@@ -29,7 +29,7 @@ var Endpoints = []Endpoint{
 			"`truncated` when its ring (`-history`) dropped some"},
 	{"GET /steps/{id}", "the admin token, when one is set (401)",
 		"a stepped sale's state: `state` (`stopped`, `running` or `done`), `phase` (`acquire`, `stock`, `release`), `done` (each step's `command` as sent and its `reply`, " +
-			"redis-cli style: `SET lock owner px 10000 nx` -> `OK`, `GET inventory:001` -> `\"10\"`, `EVAL ...` -> `0`; the steps of a background goroutine such as v8's watchdog with phase `background`, shown, never stopped), " +
+			"redis-cli style: `SET lock owner px 10000 nx` -> `OK`, `GET inventory:001` -> `\"10\"`, `EVAL ...` -> `0`; etcd's requests as `LeaseGrant ttl=10` -> `lease 694d... ttl=10`, a statement to MariaDB with its arguments in place, `SELECT GET_LOCK('locklab:lock', 4.9)` -> `1`, ZooKeeper's as `create /locklab/lock/...-lock- ...` -> the node's path; the steps of a background goroutine such as v8's watchdog with phase `background`, shown, never stopped), " +
 			"`next` (the step it is stopped before), `deadline` (cancelled then: 5 minutes after it started), `cancelled` (why), and once done `result` (`status` and the `/sale` `reply`); " +
 			"`crashed`, `left` (its lock maybe still in the store) and `forgot` (what removing it answered: `1` deleted, `0` gone or another's) for a crashed sale; " +
 			"404 when this replica runs no sale of that id (or it ended over a minute ago). A sale nobody reads or drives for 30 s is cancelled: the page went away"},

@@ -253,6 +253,17 @@ func Done(ctx context.Context, reply string) {
 	}
 }
 
+// Run takes one step of the sale described by what, as the gates in the
+// clients do (Hook, and those in the packages beside this one for clients
+// this package must not link: etcd's gRPC): on the sale's own goroutine it
+// stops first and records the reply do returns; on any other it runs at once
+// and is recorded as Background. It returns ErrCancelled, do not called, when
+// the step must not be taken. ctx is the request's own: a paused sale holds
+// a background request until it resumes or ctx ends.
+func (s *Sale) Run(ctx context.Context, what string, do func() string) error {
+	return s.run(ctx, what, do)
+}
+
 // run takes one step described by what: on the sale's own goroutine it
 // stops first (Stop) and records the reply do returns; on any other
 // goroutine it runs at once and is recorded as Background. The background

@@ -266,7 +266,10 @@ async function act(w, what) {
     const path = "/lab/api/lesson/" + encodeURIComponent(s.replica) + "/steps/" + encodeURIComponent(s.id) + "/" + what;
     s.s = await api("POST", path);
     // Until it stops again or ends (a wait for the lock, the business work).
-    while (s.s.state === "running") {
+    // By hand, the other lane stays free meanwhile (tick follows this one):
+    // a waiter that waits in its server (etcd's watch, GET_LOCK) is woken
+    // only by the holder's release, which the learner must be able to step.
+    while (steps.preset && s.s.state === "running") {
       await new Promise((ok) => setTimeout(ok, 200));
       s.s = await api("GET", "/lab/api/lesson/" + encodeURIComponent(s.replica) + "/steps/" + encodeURIComponent(s.id));
     }
@@ -435,8 +438,9 @@ function judge() {
 }
 
 // granted says that a lock command's reply granted it: OK (SET NX), 1
-// (SETNX, a script), or a fencing token.
-function granted(d) { return d.phase === "acquire" && (d.reply === "OK" || /^[1-9][0-9]*$/.test(d.reply)); }
+// (SETNX, a script, GET_LOCK), or a fencing token; not db-getlock's
+// connection id, a number asked before its GET_LOCK.
+function granted(d) { return d.phase === "acquire" && (d.reply === "OK" || /^[1-9][0-9]*$/.test(d.reply)) && !/^SELECT CONNECTION_ID\(\)/.test(d.command); }
 
 // waited is the time from the first of these steps to the end of the last,
 // in seconds.

@@ -34,6 +34,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/locklab/locklab/internal/lease"
+	"github.com/locklab/locklab/internal/step"
 )
 
 //go:embed schema.sql
@@ -90,7 +91,9 @@ func open(dsn string, adjust func(*mysql.Config)) (*sql.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db := sql.OpenDB(conn)
+	// The step gate is in it: a sale the lab steps stops before each
+	// statement; any other pays one context lookup.
+	db := sql.OpenDB(step.Connector(conn))
 	db.SetMaxIdleConns(64)
 	db.SetConnMaxIdleTime(time.Minute)
 	return db, nil

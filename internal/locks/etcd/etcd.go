@@ -41,6 +41,8 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/lease"
+	"github.com/locklab/locklab/internal/step"
+	"github.com/locklab/locklab/internal/step/stepetcd"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
@@ -50,11 +52,14 @@ import (
 // does not wait for them: a member that is down is tried again by the
 // client, and a request finds out under its own deadline (with no quorum,
 // etcd never answers, so every request here carries one). Its own log is
-// off: every failure it would log reaches the caller as an error.
+// off: every failure it would log reaches the caller as an error. The step
+// gate is in it (stepetcd): a sale the lab steps stops before each request;
+// any other pays one context lookup.
 func Dial(endpoints []string) (*clientv3.Client, error) {
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints: endpoints, Logger: zap.NewNop(),
 		DialKeepAliveTime: keepAliveTime, DialKeepAliveTimeout: keepAliveTimeout,
+		DialOptions: stepetcd.DialOptions(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd: client of %v: %w", endpoints, err)
@@ -146,7 +151,7 @@ func (l *Locker) acquire(ctx context.Context, lock func(*concurrency.Mutex) erro
 	// (with no quorum, etcd never answers); its session, which keeps it alive, outlives the
 	// deadline (for as long as the sale runs) but not the release.
 	sent := time.Now()
-	gctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	gctx, cancel := context.WithTimeout(ctx, step.Timeout(ctx, RequestTimeout))
 	// lesson:begin etcd
 	granted, err := l.cli.Grant(gctx, int64(l.ttl))
 	cancel()
@@ -293,7 +298,7 @@ func (l *Locker) closeSession(ctx context.Context, s *concurrency.Session) {
 }
 
 func (l *Locker) revoke(ctx context.Context, id clientv3.LeaseID) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), revokeTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), step.Timeout(ctx, revokeTimeout))
 	defer cancel()
 	_, _ = l.cli.Revoke(ctx, id)
 }
@@ -304,13 +309,13 @@ func (l *Locker) revoke(ctx context.Context, id clientv3.LeaseID) {
 type bounded struct{ clientv3.KV }
 
 func (b bounded) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
-	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, step.Timeout(ctx, RequestTimeout))
 	defer cancel()
 	return b.KV.Get(ctx, key, opts...)
 }
 
 func (b bounded) Delete(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.DeleteResponse, error) {
-	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, step.Timeout(ctx, RequestTimeout))
 	defer cancel()
 	return b.KV.Delete(ctx, key, opts...)
 }
@@ -330,7 +335,7 @@ func (t *boundedTxn) Then(ops ...clientv3.Op) clientv3.Txn { t.then = ops; retur
 func (t *boundedTxn) Else(ops ...clientv3.Op) clientv3.Txn { t.elze = ops; return t }
 
 func (t *boundedTxn) Commit() (*clientv3.TxnResponse, error) {
-	ctx, cancel := context.WithTimeout(t.ctx, RequestTimeout)
+	ctx, cancel := context.WithTimeout(t.ctx, step.Timeout(t.ctx, RequestTimeout))
 	defer cancel()
 	return t.kv.Txn(ctx).If(t.cmps...).Then(t.then...).Else(t.elze...).Commit()
 }

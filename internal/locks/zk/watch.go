@@ -14,7 +14,7 @@ import (
 // Held reports whether key's lock has a node: a holder's, or a waiter's
 // behind it.
 func Held(ctx context.Context, s *Session, key string) (bool, error) {
-	children, err := call(ctx, func() ([]string, error) {
+	children, err := call(ctx, "", func() ([]string, error) {
 		c, _, err := s.conn.Children(New(s, Options{Key: key}).dir)
 		return c, err
 	})
@@ -28,7 +28,7 @@ func Held(ctx context.Context, s *Session, key string) (bool, error) {
 // free and nobody queued.
 func Clear(ctx context.Context, s *Session, key string) error {
 	dir := New(s, Options{Key: key}).dir
-	children, err := call(ctx, func() ([]string, error) {
+	children, err := call(ctx, "", func() ([]string, error) {
 		c, _, err := s.conn.Children(dir)
 		return c, err
 	})
@@ -39,7 +39,7 @@ func Clear(ctx context.Context, s *Session, key string) error {
 		return err
 	}
 	for _, c := range children {
-		_, err := call(ctx, func() (struct{}, error) { return struct{}{}, s.conn.Delete(dir+"/"+c, -1) })
+		_, err := call(ctx, "", func() (struct{}, error) { return struct{}{}, s.conn.Delete(dir+"/"+c, -1) })
 		if err != nil && !errors.Is(err, zk.ErrNoNode) {
 			return err
 		}

@@ -48,6 +48,7 @@ import (
 
 	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
+	"github.com/locklab/locklab/internal/step"
 )
 
 // Options configure a Locker. The zero value is the lock "lock".
@@ -114,14 +115,18 @@ func (l *Locker) attempt(ctx context.Context, owner string, wait bool) (lease.Le
 	if err != nil {
 		return nil, err
 	}
-	node, session, ended, err := l.create(ctx, id, owner)
+	m, err := gated(ctx, fmt.Sprintf("create %s/%s-lock- %q ephemeral sequential", l.dir, id, owner), func() (made, error) {
+		node, session, ended, err := l.create(ctx, id, owner)
+		return made{node, session, ended}, err
+	})
+	node, session, ended := m.node, m.session, m.ended
 	if err != nil {
 		return nil, l.failed(ctx, "create a node", err)
 	}
 	// lesson:begin zk
 	for {
 		sent := time.Now()
-		children, err := call(ctx, func() ([]string, error) {
+		children, err := call(ctx, "getChildren "+l.dir, func() ([]string, error) {
 			c, _, err := l.s.conn.Children(l.dir)
 			return c, err
 		})
@@ -141,7 +146,7 @@ func (l *Locker) attempt(ctx context.Context, owner string, wait bool) (lease.Le
 			return nil, lease.ErrTaken
 		}
 		before := l.dir + "/" + queue[mine-1]
-		watch, err := call(ctx, func() (<-chan zk.Event, error) {
+		watch, err := call(ctx, "exists "+before+" watch", func() (<-chan zk.Event, error) {
 			exists, _, watch, err := l.s.conn.ExistsW(before)
 			if err == nil && !exists {
 				return nil, nil
@@ -182,6 +187,16 @@ func deaf(ctx context.Context, watch <-chan zk.Event) <-chan zk.Event {
 	go func() { <-watch }() // a watch fires once: at the event, or when the connection closes
 	return nil
 }
+
+// made is what create made: its reply, as the step-through shows it, is the
+// node's path.
+type made struct {
+	node    string
+	session int64
+	ended   <-chan struct{}
+}
+
+func (m made) path() string { return m.node }
 
 // create makes the attempt's node, named after its id (so that a create
 // whose reply was lost can find it again), with owner as its data, in the
@@ -278,7 +293,7 @@ func (l *Locker) held(ctx context.Context, node string, session int64, ended <-c
 	stop := l.keep(node, session, ended, valid)
 	var token int64
 	if l.fence {
-		stat, err := call(ctx, func() (*zk.Stat, error) {
+		stat, err := call(ctx, "exists "+node, func() (*zk.Stat, error) {
 			exists, stat, err := l.s.conn.Exists(node)
 			if err == nil && !exists {
 				err = fmt.Errorf("%s is gone: %w", node, zk.ErrNoNode)
@@ -346,7 +361,7 @@ func (l *Locker) keep(node string, session int64, ended <-chan struct{}, valid *
 // otherwise, it is tried again in the background until the node is gone.
 func (l *Locker) release(ctx context.Context, node string, session int64) error {
 	// lesson:begin zk
-	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, l.s.conn.Delete(node, -1) })
+	_, err := call(ctx, "delete "+node, func() (struct{}, error) { return struct{}{}, l.s.conn.Delete(node, -1) })
 	// lesson:end
 	switch {
 	case errors.Is(err, zk.ErrNoNode):
@@ -436,8 +451,12 @@ func attemptID() (string, error) {
 
 // call runs f, a ZooKeeper request (the client's take no context), and
 // returns its result, or ctx's error when ctx ends first: f goes on, and
-// what it returns then is dropped.
-func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
+// what it returns then is dropped. what describes the request for the
+// lab's step-through (gated); "" for one it does not show.
+func call[T any](ctx context.Context, what string, f func() (T, error)) (T, error) {
+	if what != "" {
+		return gated(ctx, what, func() (T, error) { return call(ctx, "", f) })
+	}
 	type result struct {
 		v   T
 		err error
@@ -457,6 +476,49 @@ func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
 		var zero T
 		return zero, ctx.Err()
 	}
+}
+
+// gated sends one request to ZooKeeper, f, as a step of ctx's stepped sale
+// (the lab's step-through): stopped before it, recorded as what with its
+// reply, as the gates in the Redis, etcd and SQL clients do; any other
+// request pays one context lookup. go-zookeeper has no hook, and the recipe
+// sends its requests from goroutines of their own (call), so the gate is
+// here, at the recipe's call sites on the sale's goroutine. The holder's
+// own reads of its node (keep) and the removal of a node left behind
+// (abandon) are not shown.
+func gated[T any](ctx context.Context, what string, f func() (T, error)) (T, error) {
+	if step.From(ctx) == nil {
+		return f()
+	}
+	if err := step.Stop(ctx, what); err != nil {
+		var zero T
+		return zero, err
+	}
+	v, err := f()
+	step.Done(ctx, zkReply(v, err))
+	return v, err
+}
+
+// zkReply is a request's reply in short: a created node's path, a queue
+// in its order, whether a node is there, OK, or the error.
+func zkReply(v any, err error) string {
+	if err != nil {
+		return "(error) " + err.Error()
+	}
+	switch v := v.(type) {
+	case []string:
+		return "[" + strings.Join(order(v), ", ") + "]"
+	case <-chan zk.Event:
+		if v == nil {
+			return "false (gone)"
+		}
+		return "true, watched"
+	case *zk.Stat:
+		return fmt.Sprintf("true, czxid %d", v.Czxid)
+	case interface{ path() string }:
+		return v.path()
+	}
+	return "OK"
 }
 
 // pause waits a moment before a request go-zookeeper never sent is tried
