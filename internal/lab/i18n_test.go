@@ -126,8 +126,8 @@ func TestCatalogueHasEveryKeyThePageUses(t *testing.T) {
 }
 
 // The server's words the page says in the reader's language: each outcome
-// the lab names (outcomeCodes) and each scenario's requirement have their
-// keys.
+// the lab names (outcomeCodes), each scenario's requirement and what it
+// injects (the faults view's row titles) have their keys.
 func TestCatalogueHasEveryOutcomeAndRequirement(t *testing.T) {
 	en := catalogues(t)["en"]
 	for text, code := range outcomeCodes {
@@ -138,6 +138,9 @@ func TestCatalogueHasEveryOutcomeAndRequirement(t *testing.T) {
 	for _, s := range scenario.All {
 		if s.Requirement != "" && en["requirement."+s.Name] != s.Requirement {
 			t.Errorf("requirement.%s is %q in en.json, the scenario says %q", s.Name, en["requirement."+s.Name], s.Requirement)
+		}
+		if en["injected."+s.Name] != s.Injected {
+			t.Errorf("injected.%s is %q in en.json, the scenario says %q", s.Name, en["injected."+s.Name], s.Injected)
 		}
 	}
 }

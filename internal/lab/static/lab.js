@@ -259,7 +259,7 @@ async function loadMatrix() {
   const locks = m.locks.filter((l) => m.scenarios.some((s) => l in s.expect));
   $("#matrix thead").replaceChildren(el("tr", {}, el("th", { text: t("faults.scenario") }), ...locks.map((l) => el("th", { text: l }))));
   $("#matrix tbody").replaceChildren(...m.scenarios.map((s) => el("tr", {},
-    el("th", { scope: "row", title: s.injected + (s.needs ? t("faults.needs", { what: s.needs }) : ""), text: s.name }),
+    el("th", { scope: "row", title: (has("injected." + s.name) ? t("injected." + s.name) : s.injected) + (s.needs ? t("faults.needs", { what: s.needs }) : ""), text: s.name }),
     ...locks.map((l) => {
       if (!(l in s.expect)) return el("td", { text: "" });
       const b = el("button", { type: "button", text: t("faults.run"), disabled: !m.available });
