@@ -178,12 +178,17 @@ func (l *Lab) start(w http.ResponseWriter, req *http.Request) {
 		l.runs = l.runs[len(l.runs)-keptRuns:]
 	}
 	l.mu.Unlock()
+	// The reply is the run as accepted, taken before it starts: a run that
+	// fails at once has its end event out before this reply is written, and
+	// the page keeps what has the higher Rev (a summary taken after the
+	// start could already be the failure, as new as the event, or newer).
+	accepted := r.summary()
 	go func() {
 		l.execute(ctx, r)
 		done()
 		l.publish("end", r.summary())
 	}()
-	writeJSON(w, http.StatusAccepted, r.summary())
+	writeJSON(w, http.StatusAccepted, accepted)
 }
 
 // stop cancels what runs: a run's load test stops sending, the sales in
