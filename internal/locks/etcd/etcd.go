@@ -163,7 +163,10 @@ func (l *Locker) acquire(ctx context.Context, lock func(*concurrency.Mutex) erro
 		l.revoke(ctx, granted.ID)
 		return nil, l.failed(ctx, "open a session", err)
 	}
-	k := l.watch(ctx, s, sent, granted.TTL)
+	// A stepped sale's lease counts from the grant as the learner let it
+	// go, not from before the gate (step.Sent): time stopped there is not
+	// the lease's.
+	k := l.watch(ctx, s, step.Sent(ctx, sent), granted.TTL)
 	closeSession := func(ctx context.Context) {
 		k.stop()
 		l.closeSession(ctx, s)

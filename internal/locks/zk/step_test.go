@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/zk"
 	"github.com/locklab/locklab/internal/step"
 	"github.com/locklab/locklab/internal/zktest"
@@ -136,5 +137,47 @@ func TestStepsEachRequest(t *testing.T) {
 	}
 	if c := children(t, e, l.Dir()); len(c) != 0 {
 		t.Fatalf("every hold released, the lock holds %v", c)
+	}
+}
+
+// A stepped sale's lease counts from the queue's read the learner let go,
+// not from before the gate: stopped before that read longer than the
+// session's timeout (its pings, go-zookeeper's own, keep it alive), it
+// still holds a lease not lost once it finds itself first. (Counted from
+// before, it was lost at once, and the sale answered lease_lost.)
+func TestStepLeaseCountsFromTheRead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits longer than a session's timeout")
+	}
+	e := zktest.Start(t, 1)
+	s := session(t, e, zk.SessionOptions{Timeout: 4 * time.Second})
+	l := zk.New(s, zk.Options{Key: "stepped-lease"})
+	g := step.New(step.Options{})
+	defer g.Close()
+	a, err := g.Start(context.Background(), "A", func(ctx context.Context) any {
+		step.Phase(ctx, step.Acquire)
+		ls, err := l.Acquire(ctx, "A")
+		if err != nil {
+			return err
+		}
+		lost := lease.IsLost(ls) // by the clock too: the timer may not have run yet
+		step.Phase(ctx, step.Release)
+		if err := ls.Release(ctx); err != nil {
+			return err
+		}
+		return lost
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stepSettle(t, a, "stopped")
+	st := stepNext(t, a, "stopped") // its node created; stopped before the queue's read
+	stepMatch(t, "A's next step", st.Next.Command, `getChildren .*`)
+	time.Sleep(5 * time.Second) // the learner reading, longer than the 4 s session timeout: the time itself is the test
+	if err := a.End(); err != nil {
+		t.Fatal(err)
+	}
+	if r := stepSettle(t, a, "done").Result; r != false {
+		t.Fatalf("A stopped 5 s before its queue's read with a 4 s session, then let go: %v, want a lease not lost once held", r)
 	}
 }

@@ -48,6 +48,7 @@ import (
 
 	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
+	"github.com/locklab/locklab/internal/step"
 )
 
 // Options configure a Locker. The zero value is the lock "lock".
@@ -288,7 +289,10 @@ func (l *Locker) makeDir() error {
 // at sent: valid until the session's timeout from then, renewed by the
 // holder's own reads while it holds (see keep).
 func (l *Locker) held(ctx context.Context, node string, session int64, ended <-chan struct{}, sent time.Time) (lease.Lease, error) {
-	valid := lease.NewDeadline(lease.ValidUntil(sent, l.s.timeout), nil)
+	// A stepped sale's lease counts from the read as the learner let it go,
+	// not from before the gate (step.Sent): time stopped there is not the
+	// lease's.
+	valid := lease.NewDeadline(lease.ValidUntil(step.Sent(ctx, sent), l.s.timeout), nil)
 	stop := l.keep(node, session, ended, valid)
 	var token int64
 	if l.fence {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/etcdtest"
+	"github.com/locklab/locklab/internal/lease"
 	etcdlock "github.com/locklab/locklab/internal/locks/etcd"
 	"github.com/locklab/locklab/internal/step"
 	"github.com/locklab/locklab/internal/step/stepetcd"
@@ -329,5 +330,43 @@ func BenchmarkLock(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A stepped sale's lease counts from the grant the learner let go, not from
+// before the gate: stopped before its grant longer than the lease, it still
+// gets a whole lease once granted. (Counted from before, the lease was lost
+// the moment it was granted, and the sale answered lease_lost.)
+func TestLeaseCountsFromTheGrant(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits longer than a lease")
+	}
+	gated, _ := cluster(t)
+	l := etcdlock.New(gated, etcdlock.Options{Key: "lock", TTL: 2 * time.Second})
+	g := step.New(step.Options{})
+	defer g.Close()
+	s, err := g.Start(context.Background(), "A", func(ctx context.Context) any {
+		step.Phase(ctx, step.Acquire)
+		ls, err := l.Acquire(ctx, "A")
+		if err != nil {
+			return err
+		}
+		lost := lease.IsLost(ls) // by the clock too: the timer may not have run yet
+		step.Phase(ctx, step.Release)
+		if err := ls.Release(ctx); err != nil {
+			return err
+		}
+		return lost
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle(t, s, "stopped")
+	time.Sleep(3 * time.Second) // the learner reading, longer than the 2 s lease: the time itself is the test
+	if err := s.End(); err != nil {
+		t.Fatal(err)
+	}
+	if r := settle(t, s, "done").Result; r != false {
+		t.Fatalf("A stopped 3 s before its grant of a 2 s lease, then let go: %v, want a lease not lost at its grant", r)
 	}
 }
