@@ -58,7 +58,7 @@ func BenchmarkLab(b *testing.B) {
 	alone := rounds("no page open")
 
 	ctx, problems := browser(b)
-	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/")); err != nil {
+	if err := navigate(ctx, base+"/"); err != nil {
 		b.Fatal(err)
 	}
 	waitFor(b, ctx, "the stack shown up", `document.querySelectorAll("#stack .node[data-state=up]").length >= 3`)

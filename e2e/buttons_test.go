@@ -267,7 +267,7 @@ func TestButtons(t *testing.T) {
 	ctx, problems := browser(t)
 	p := &buttonsPage{t: t, ctx: ctx, problems: problems, requests: failedRequests(t, ctx)}
 	url := fmt.Sprintf("http://localhost:%d/", port)
-	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+	if err := navigate(ctx, url); err != nil {
 		t.Fatal(err)
 	}
 	p.eval(countFetches)

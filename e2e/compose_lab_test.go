@@ -23,7 +23,7 @@ func TestComposeLab(t *testing.T) {
 		t.Skip("LOCKLAB_COMPOSE_URL is not set: deploy/compose-e2e.sh runs this against the Compose stack")
 	}
 	ctx, problems := browser(t)
-	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+	if err := navigate(ctx, url); err != nil {
 		t.Fatalf("opening %s: %v", url, err)
 	}
 	// nginx, two replicas, three Redis nodes, three etcd members, three

@@ -58,7 +58,7 @@ func TestLabFollowsLastWord(t *testing.T) {
 	release := make(chan struct{})
 	url := labWithout(t, nil, release)
 	ctx, problems := browser(t)
-	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+	if err := navigate(ctx, url); err != nil {
 		t.Fatal(err)
 	}
 	cell := `#matrix td[data-cell="slow-holder/v6"]`
@@ -81,7 +81,7 @@ func TestLabFollowsLastWord(t *testing.T) {
 
 	// make up's replicas: no fault hooks.
 	url = labWithout(t, map[string]string{"chaos": "false"}, nil)
-	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+	if err := navigate(ctx, url); err != nil {
 		t.Fatal(err)
 	}
 	if err := chromedp.Do(ctx, chromedp.Click("#lesson-tab-v4", chromedp.NodeVisible)); err != nil {

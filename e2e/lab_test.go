@@ -114,6 +114,21 @@ func startRun(t *testing.T, ctx context.Context, locks ...string) {
 	}
 }
 
+// navigate opens url in the tab. Chromium aborts a navigation with
+// net::ERR_NETWORK_CHANGED when the host's network interfaces change under
+// it (Docker making or removing a network for a Compose stack beside the
+// test, a VPN): nothing the page did, so the navigation is tried again, a
+// few times; any other error is the page's.
+func navigate(ctx context.Context, url string) error {
+	var err error
+	for range 3 {
+		if err = chromedp.Do(ctx, chromedp.Navigate(url)); err == nil || !strings.Contains(err.Error(), "ERR_NETWORK_CHANGED") {
+			return err
+		}
+	}
+	return err
+}
+
 // waitFor waits until the page's expression is true, or fails with what the
 // page shows.
 func waitFor(t testing.TB, ctx context.Context, what, expr string) {
@@ -155,7 +170,7 @@ func TestLab(t *testing.T) {
 	defer rdb.Close()
 	ctx, problems := browser(t)
 	url := fmt.Sprintf("http://localhost:%d/", port)
-	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+	if err := navigate(ctx, url); err != nil {
 		t.Fatalf("opening %s: %v", url, err)
 	}
 	waitFor(t, ctx, "the stack shown up", `document.querySelectorAll("#stack .node[data-state=up]").length >= 3 && !document.querySelector("#stack .node:not([data-state=up])")`)
@@ -357,7 +372,7 @@ func TestLab(t *testing.T) {
 	if err := startLab(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+	if err := navigate(ctx, url); err != nil {
 		t.Fatalf("opening %s again: %v", url, err)
 	}
 	waitFor(t, ctx, "the page again, every node up", `document.querySelectorAll("#stack .node[data-state=up]").length >= 3 && !document.querySelector("#stack .node:not([data-state=up])") && !document.querySelector("#start").disabled`)

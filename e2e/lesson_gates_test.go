@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
 	"github.com/locklab/locklab/internal/redistest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -116,7 +115,7 @@ func TestLessonStepGates(t *testing.T) {
 	}
 	ctx, problems := browser(t)
 	base := fmt.Sprintf("http://localhost:%d/", port)
-	if err := chromedp.Do(ctx, chromedp.Navigate(base)); err != nil {
+	if err := navigate(ctx, base); err != nil {
 		t.Fatal(err)
 	}
 	p := stepPage{t, ctx}

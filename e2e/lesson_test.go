@@ -389,7 +389,7 @@ func TestLessonStepThrough(t *testing.T) {
 	defer rdb.Close()
 	ctx, problems := browser(t)
 	base := fmt.Sprintf("http://localhost:%d/", port)
-	if err := chromedp.Do(ctx, chromedp.Navigate(base)); err != nil {
+	if err := navigate(ctx, base); err != nil {
 		t.Fatal(err)
 	}
 	p := stepPage{t, ctx}
@@ -545,7 +545,7 @@ func TestLessonStepThrough(t *testing.T) {
 	if left < 3*time.Second {
 		t.Fatalf("A's lock has %s of its lease left just after it was taken, want about 10 s", left)
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+	if err := navigate(ctx, "about:blank"); err != nil {
 		t.Fatal(err)
 	}
 	closed := time.Now()

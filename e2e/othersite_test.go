@@ -114,7 +114,7 @@ func otherSitesChangeNothing(t *testing.T, s stackUnderAttack) {
 	}))
 
 	ctx, _ := browser(t)
-	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+page+"/")); err != nil {
+	if err := navigate(ctx, "http://"+page+"/"); err != nil {
 		t.Fatalf("opening the other site's page: %v", err)
 	}
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool]("window.attackDone === true", chromedp.WithPollingTimeout(time.Minute))); err != nil {

@@ -76,7 +76,7 @@ func checkViews(t *testing.T, base, runID string) {
 			t.Fatal(err)
 		}
 		for _, v := range views {
-			if err := chromedp.Do(ctx, chromedp.Navigate(base+v.path)); err != nil {
+			if err := navigate(ctx, base+v.path); err != nil {
 				t.Fatalf("opening /%s: %v", v.path, err)
 			}
 			waitFor(t, ctx, fmt.Sprintf("/%s at %d px shows its view", v.path, width),
@@ -93,7 +93,7 @@ func checkViews(t *testing.T, base, runID string) {
 	}
 	// Back and forward move between views without a reload: the lessons'
 	// tab clicked, then Back, shows the stack view again.
-	if err := chromedp.Do(ctx, chromedp.Navigate(base+"lab/lessons/v4")); err != nil {
+	if err := navigate(ctx, base+"lab/lessons/v4"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, "v4's lesson", `document.querySelector("#lesson h3")?.textContent.startsWith("v4")`)

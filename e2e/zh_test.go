@@ -56,7 +56,7 @@ func checkChinese(t *testing.T, base, runID string) {
 		}
 		open := func(path, what, ready string) {
 			t.Helper()
-			if err := chromedp.Do(ctx, chromedp.Navigate(base+path)); err != nil {
+			if err := navigate(ctx, base+path); err != nil {
 				t.Fatalf("opening /%s: %v", path, err)
 			}
 			waitFor(t, ctx, fmt.Sprintf("%s in 简体中文 at %d px", what, width), zh+" && "+ready)
@@ -73,7 +73,7 @@ func checkChinese(t *testing.T, base, runID string) {
 
 	// v2's story, stepped through in 简体中文: its captions, its lanes and
 	// its verdict.
-	if err := chromedp.Do(ctx, chromedp.Navigate(base+"lab/lessons/v2?lang=zh#/lesson/v2")); err != nil {
+	if err := navigate(ctx, base+"lab/lessons/v2?lang=zh#/lesson/v2"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, "v2's story chosen", zh+` && document.querySelector("#steps-panel").dataset.preset === "v2" && !document.querySelector("#preset-next").hidden`)
@@ -98,7 +98,7 @@ func checkChinese(t *testing.T, base, runID string) {
 
 	// The choice is remembered: no ?lang, still 简体中文; the switch back
 	// to English holds as well.
-	if err := chromedp.Do(ctx, chromedp.Navigate(base+"lab/lessons/v4")); err != nil {
+	if err := navigate(ctx, base+"lab/lessons/v4"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, "简体中文 remembered across a reload", zh+` && document.querySelector("#lessons-title").textContent.startsWith("课程") && document.querySelector('#lang button[data-lang="zh"]').getAttribute("aria-pressed") === "true"`)
@@ -121,7 +121,7 @@ func checkChinese(t *testing.T, base, runID string) {
 		time.Sleep(100 * time.Millisecond) // polling the page's state, as waitFor does
 	}
 	waitFor(t, ctx, "English from the switch", `document.documentElement.lang === "en" && location.search === "?lang=en" && document.querySelector("#lessons-title").textContent.startsWith("Lessons")`)
-	if err := chromedp.Do(ctx, chromedp.Navigate(base+"lab/lessons/v4")); err != nil {
+	if err := navigate(ctx, base+"lab/lessons/v4"); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, "English remembered across a reload", `document.documentElement.lang === "en" && document.querySelector("#lessons-title").textContent.startsWith("Lessons") && document.querySelector("#lesson h3")?.textContent.startsWith("v4")`)
