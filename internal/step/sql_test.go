@@ -13,42 +13,8 @@ import (
 	"github.com/locklab/locklab/internal/lease"
 	dblock "github.com/locklab/locklab/internal/locks/db"
 	"github.com/locklab/locklab/internal/step"
+	"github.com/locklab/locklab/internal/step/steptest"
 )
-
-// taker is what a stepped hold's lock is: the db lock's one attempt or
-// db-getlock's wait.
-type taker func(ctx context.Context, owner string) (lease.Lease, error)
-
-type held struct{ acquire, release error }
-
-// stepHold starts a stepped sale that takes the lock with take and
-// releases it; it stops before its first statement.
-func stepHold(t *testing.T, g *step.Gate, id string, take taker) *step.Sale {
-	t.Helper()
-	s, err := g.Start(context.Background(), id, func(ctx context.Context) any {
-		step.Phase(ctx, step.Acquire)
-		ls, err := take(ctx, id)
-		if err != nil {
-			return held{acquire: err}
-		}
-		step.Phase(ctx, step.Release)
-		return held{release: ls.Release(ctx)}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st := s.Settle(context.Background(), 10*time.Second); st.State != "stopped" {
-		t.Fatalf("%s did not stop at its first statement: %+v", id, st)
-	}
-	return s
-}
-
-func mustMatch(t *testing.T, what, got, pattern string) {
-	t.Helper()
-	if !regexp.MustCompile("^" + pattern + "$").MatchString(got) {
-		t.Fatalf("%s is %q, want it to match %q", what, got, pattern)
-	}
-}
 
 // owner is the lock row's owner, read without the gate ("" when free).
 func owner(t *testing.T, db *sql.DB, key string) string {
@@ -82,9 +48,9 @@ func TestSQLStopsBeforeEachStatement(t *testing.T) {
 	g := step.New(step.Options{})
 	defer g.Close()
 
-	a := stepHold(t, g, "A", l.TryAcquire)
+	a := steptest.Hold(t, g, "A", l.TryAcquire)
 	st := a.State()
-	mustMatch(t, "A's first statement", st.Next.Command,
+	steptest.Match(t, "A's first statement", st.Next.Command,
 		regexp.QuoteMeta("INSERT INTO locklab_locks (name, owner, expires_at, token) VALUES ('lock', 'A', UTC_TIMESTAMP(6) + INTERVAL 10000000 MICROSECOND, LAST_INSERT_ID(1)) ON DUPLICATE KEY UPDATE")+".*")
 	if o := owner(t, plain, "lock"); o != "" {
 		t.Fatalf("A stopped before its INSERT, yet the row's owner is %q", o)
@@ -104,7 +70,7 @@ func TestSQLStopsBeforeEachStatement(t *testing.T) {
 	if st.State != "done" || st.Done[1].Reply != "1 row affected" || len(st.Done) != 2 {
 		t.Fatalf("A's steps are %+v, want its release's 1 row affected last", st)
 	}
-	if r := st.Result.(held); r.acquire != nil || r.release != nil {
+	if r := st.Result.(steptest.Held); r.Acquire != nil || r.Release != nil {
 		t.Fatalf("A: %+v", r)
 	}
 	if o := owner(t, plain, "lock"); o != "" {
@@ -129,7 +95,7 @@ func TestSQLGetLockSteps(t *testing.T) {
 		return id.Valid
 	}
 
-	a := stepHold(t, g, "A", func(ctx context.Context, owner string) (lease.Lease, error) {
+	a := steptest.Hold(t, g, "A", func(ctx context.Context, owner string) (lease.Lease, error) {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		return l.Acquire(ctx, owner)
@@ -138,8 +104,8 @@ func TestSQLGetLockSteps(t *testing.T) {
 		t.Fatalf("A's first statement is %q", st.Next.Command)
 	}
 	st := next(t, a)
-	mustMatch(t, "the connection's id", st.Done[0].Reply, `\d+`)
-	mustMatch(t, "A's second statement", st.Next.Command, `SELECT GET_LOCK\('locklab:lock', 4\.\d+\)`)
+	steptest.Match(t, "the connection's id", st.Done[0].Reply, `\d+`)
+	steptest.Match(t, "A's second statement", st.Next.Command, `SELECT GET_LOCK\('locklab:lock', 4\.\d+\)`)
 	if used() {
 		t.Fatal("A stopped before GET_LOCK, yet the lock is taken")
 	}

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/etcdtest"
-	"github.com/locklab/locklab/internal/lease"
 	etcdlock "github.com/locklab/locklab/internal/locks/etcd"
 	"github.com/locklab/locklab/internal/step"
 	"github.com/locklab/locklab/internal/step/stepetcd"
+	"github.com/locklab/locklab/internal/step/steptest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -31,47 +31,6 @@ func cluster(t *testing.T) (gated, plain *clientv3.Client) {
 	return gated, c.Client()
 }
 
-// held is what a stepped hold's run returns.
-type held struct{ acquire, release error }
-
-// hold starts a stepped sale that takes l, runs until released, then
-// releases it; it stops before its first request.
-func hold(t *testing.T, g *step.Gate, id string, l *etcdlock.Locker) *step.Sale {
-	t.Helper()
-	s, err := g.Start(context.Background(), id, func(ctx context.Context) any {
-		step.Phase(ctx, step.Acquire)
-		ls, err := l.Acquire(ctx, id)
-		if err != nil {
-			return held{acquire: err}
-		}
-		step.Phase(ctx, step.Release)
-		return held{release: ls.Release(ctx)}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	settle(t, s, "stopped")
-	return s
-}
-
-func settle(t *testing.T, s *step.Sale, want string) step.State {
-	t.Helper()
-	st := s.Settle(context.Background(), 10*time.Second)
-	if st.State != want {
-		t.Fatalf("%s is %s, want %s: %+v", st.ID, st.State, want, st)
-	}
-	return st
-}
-
-// next lets s take its step and waits until it stops again.
-func next(t *testing.T, s *step.Sale, want string) step.State {
-	t.Helper()
-	if err := s.Next(); err != nil {
-		t.Fatal(err)
-	}
-	return settle(t, s, want)
-}
-
 // keys are the keys under prefix, read by a client without the gate.
 func keys(t *testing.T, cli *clientv3.Client, prefix string) []string {
 	t.Helper()
@@ -88,15 +47,6 @@ func keys(t *testing.T, cli *clientv3.Client, prefix string) []string {
 	return ks
 }
 
-func match(t *testing.T, what, got, pattern string) []string {
-	t.Helper()
-	m := regexp.MustCompile("^" + pattern + "$").FindStringSubmatch(got)
-	if m == nil {
-		t.Fatalf("%s is %q, want it to match %q", what, got, pattern)
-	}
-	return m
-}
-
 // An armed sale stops before each of its requests to etcd: the lease's
 // grant, the mutex's transaction (its key not in etcd until it is let go),
 // the release's transaction and the revocation, each recorded with its
@@ -107,13 +57,13 @@ func TestStopsBeforeEachRequest(t *testing.T) {
 	g := step.New(step.Options{})
 	defer g.Close()
 
-	a := hold(t, g, "A", l)
+	a := steptest.Hold(t, g, "A", l.Acquire)
 	st := a.State()
 	if st.Next.Command != "LeaseGrant ttl=10" || st.Next.Phase != step.Acquire {
 		t.Fatalf("A's first step is %+v, want LeaseGrant ttl=10 in acquire", st.Next)
 	}
-	st = next(t, a, "stopped")
-	lease := match(t, "the grant's reply", st.Done[0].Reply, "lease ([0-9a-f]+) ttl=10")[1]
+	st = steptest.Next(t, a, "stopped")
+	lease := steptest.Match(t, "the grant's reply", st.Done[0].Reply, "lease ([0-9a-f]+) ttl=10")[1]
 	pfx := l.Prefix() + "/" // the mutex's, under the lock's
 	key := pfx + lease
 	txn := fmt.Sprintf(`Txn if create_rev(%s) = 0 then Put %s "" lease=%s; Range %s* by create asc limit 1 else Range %s; Range %s* by create asc limit 1`, key, key, lease, pfx, key, pfx)
@@ -123,8 +73,8 @@ func TestStopsBeforeEachRequest(t *testing.T) {
 	if ks := keys(t, plain, l.Prefix()); len(ks) != 0 {
 		t.Fatalf("A stopped before its transaction, yet etcd holds %v", ks)
 	}
-	st = next(t, a, "stopped")
-	rev := match(t, "the transaction's reply", st.Done[1].Reply, `then: put at rev (\d+); \[`+regexp.QuoteMeta(key)+` created (\d+)\]`)[1]
+	st = steptest.Next(t, a, "stopped")
+	rev := steptest.Match(t, "the transaction's reply", st.Done[1].Reply, `then: put at rev (\d+); \[`+regexp.QuoteMeta(key)+` created (\d+)\]`)[1]
 	if ks := keys(t, plain, l.Prefix()); len(ks) != 1 || ks[0] != key {
 		t.Fatalf("A took its step, etcd holds %v, want [%s]", ks, key)
 	}
@@ -132,18 +82,18 @@ func TestStopsBeforeEachRequest(t *testing.T) {
 	if st.Next.Command != release || st.Next.Phase != step.Release {
 		t.Fatalf("A's third step is %+v, want %q in release", st.Next, release)
 	}
-	st = next(t, a, "stopped")
+	st = steptest.Next(t, a, "stopped")
 	if st.Done[2].Reply != "then: deleted 1" {
 		t.Fatalf("the release answered %q, want then: deleted 1", st.Done[2].Reply)
 	}
 	if st.Next.Command != "LeaseRevoke "+lease {
 		t.Fatalf("A's fourth step is %q, want LeaseRevoke %s", st.Next.Command, lease)
 	}
-	st = next(t, a, "done")
+	st = steptest.Next(t, a, "done")
 	if st.Done[3].Reply != "OK" || len(st.Done) != 4 {
 		t.Fatalf("A's steps are %+v, want 4 ending with the revocation's OK", st.Done)
 	}
-	if r := st.Result.(held); r.acquire != nil || r.release != nil {
+	if r := st.Result.(steptest.Held); r.Acquire != nil || r.Release != nil {
 		t.Fatalf("A: %+v", r)
 	}
 }
@@ -158,18 +108,18 @@ func TestWaiterShowsItsQueue(t *testing.T) {
 	g := step.New(step.Options{})
 	defer g.Close()
 
-	a := hold(t, g, "A", l)
-	next(t, a, "stopped")
-	st := next(t, a, "stopped") // A holds, stopped before its release
+	a := steptest.Hold(t, g, "A", l.Acquire)
+	steptest.Next(t, a, "stopped")
+	st := steptest.Next(t, a, "stopped") // A holds, stopped before its release
 	pfx := l.Prefix() + "/"
-	aKey := pfx + match(t, "A's grant", st.Done[0].Reply, "lease ([0-9a-f]+) ttl=10")[1]
+	aKey := pfx + steptest.Match(t, "A's grant", st.Done[0].Reply, "lease ([0-9a-f]+) ttl=10")[1]
 
-	b := hold(t, g, "B", l)
-	st = next(t, b, "stopped")
-	bKey := pfx + match(t, "B's grant", st.Done[0].Reply, "lease ([0-9a-f]+) ttl=10")[1]
-	st = next(t, b, "stopped")
-	aRev := match(t, "B's transaction's reply", st.Done[1].Reply, `then: put at rev (\d+); \[`+regexp.QuoteMeta(aKey)+` created (\d+)\] of 2 keys`)[2]
-	match(t, "B's next step", st.Next.Command, `Range `+regexp.QuoteMeta(pfx)+`\* by create desc limit 1 created<=\d+`)
+	b := steptest.Hold(t, g, "B", l.Acquire)
+	st = steptest.Next(t, b, "stopped")
+	bKey := pfx + steptest.Match(t, "B's grant", st.Done[0].Reply, "lease ([0-9a-f]+) ttl=10")[1]
+	st = steptest.Next(t, b, "stopped")
+	aRev := steptest.Match(t, "B's transaction's reply", st.Done[1].Reply, `then: put at rev (\d+); \[`+regexp.QuoteMeta(aKey)+` created (\d+)\] of 2 keys`)[2]
+	steptest.Match(t, "B's next step", st.Next.Command, `Range `+regexp.QuoteMeta(pfx)+`\* by create desc limit 1 created<=\d+`)
 	if err := b.Next(); err != nil {
 		t.Fatal(err)
 	}
@@ -179,19 +129,19 @@ func TestWaiterShowsItsQueue(t *testing.T) {
 	if st.State != "running" || len(st.Done) != 3 {
 		t.Fatalf("B should wait for A, it is %+v", st)
 	}
-	match(t, "B's Range's reply", st.Done[2].Reply, `\[`+regexp.QuoteMeta(aKey)+` created `+aRev+`\]`)
+	steptest.Match(t, "B's Range's reply", st.Done[2].Reply, `\[`+regexp.QuoteMeta(aKey)+` created `+aRev+`\]`)
 
 	a.End()
-	settle(t, a, "done")
-	st = settle(t, b, "stopped") // woken: it looks again for a key before its own
-	match(t, "B's step once woken", st.Next.Command, `Range `+regexp.QuoteMeta(pfx)+`\* by create desc limit 1 created<=\d+`)
-	st = next(t, b, "stopped")
+	steptest.Settle(t, a, "done")
+	st = steptest.Settle(t, b, "stopped") // woken: it looks again for a key before its own
+	steptest.Match(t, "B's step once woken", st.Next.Command, `Range `+regexp.QuoteMeta(pfx)+`\* by create desc limit 1 created<=\d+`)
+	st = steptest.Next(t, b, "stopped")
 	if st.Done[len(st.Done)-1].Reply != "(none)" || st.Next.Command != "Range "+bKey {
 		t.Fatalf("B found %q before its own key and stops before %q, want (none) and Range %s", st.Done[len(st.Done)-1].Reply, st.Next.Command, bKey)
 	}
 	b.End()
-	st = settle(t, b, "done")
-	if r := st.Result.(held); r.acquire != nil || r.release != nil {
+	st = steptest.Settle(t, b, "done")
+	if r := st.Result.(steptest.Held); r.Acquire != nil || r.Release != nil {
 		t.Fatalf("B: %+v", r)
 	}
 }
@@ -205,10 +155,10 @@ func TestKeepAliveIsBackground(t *testing.T) {
 	g := step.New(step.Options{})
 	defer g.Close()
 
-	a := hold(t, g, "A", l)
-	next(t, a, "stopped")
-	st := next(t, a, "stopped")
-	leaseID := match(t, "A's grant", st.Done[0].Reply, "lease ([0-9a-f]+) ttl=3")[1]
+	a := steptest.Hold(t, g, "A", l.Acquire)
+	steptest.Next(t, a, "stopped")
+	st := steptest.Next(t, a, "stopped")
+	leaseID := steptest.Match(t, "A's grant", st.Done[0].Reply, "lease ([0-9a-f]+) ttl=3")[1]
 	var bg []step.Step
 	for deadline := time.Now().Add(10 * time.Second); len(bg) < 3; {
 		if time.Now().After(deadline) {
@@ -234,7 +184,7 @@ func TestKeepAliveIsBackground(t *testing.T) {
 		t.Fatalf("A's key should live on, etcd holds %v", ks)
 	}
 	a.End()
-	if r := settle(t, a, "done").Result.(held); r.acquire != nil || r.release != nil {
+	if r := steptest.Settle(t, a, "done").Result.(steptest.Held); r.Acquire != nil || r.Release != nil {
 		t.Fatalf("A: %+v", r)
 	}
 }
@@ -274,10 +224,10 @@ func TestStoppedLongerThanTheRequestBound(t *testing.T) {
 	l := etcdlock.New(gated, etcdlock.Options{Key: "lock", TTL: 10 * time.Second})
 	g := step.New(step.Options{})
 	defer g.Close()
-	a := hold(t, g, "A", l)
+	a := steptest.Hold(t, g, "A", l.Acquire)
 	time.Sleep(etcdlock.RequestTimeout + time.Second) // the learner reading: the time itself is the test
 	a.End()
-	if r := settle(t, a, "done").Result.(held); r.acquire != nil || r.release != nil {
+	if r := steptest.Settle(t, a, "done").Result.(steptest.Held); r.Acquire != nil || r.Release != nil {
 		t.Fatalf("A stopped %s before its grant: %+v", etcdlock.RequestTimeout+time.Second, r)
 	}
 }
@@ -345,28 +295,12 @@ func TestLeaseCountsFromTheGrant(t *testing.T) {
 	l := etcdlock.New(gated, etcdlock.Options{Key: "lock", TTL: 2 * time.Second})
 	g := step.New(step.Options{})
 	defer g.Close()
-	s, err := g.Start(context.Background(), "A", func(ctx context.Context) any {
-		step.Phase(ctx, step.Acquire)
-		ls, err := l.Acquire(ctx, "A")
-		if err != nil {
-			return err
-		}
-		lost := lease.IsLost(ls) // by the clock too: the timer may not have run yet
-		step.Phase(ctx, step.Release)
-		if err := ls.Release(ctx); err != nil {
-			return err
-		}
-		return lost
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	settle(t, s, "stopped")
+	s := steptest.Hold(t, g, "A", l.Acquire)
 	time.Sleep(3 * time.Second) // the learner reading, longer than the 2 s lease: the time itself is the test
 	if err := s.End(); err != nil {
 		t.Fatal(err)
 	}
-	if r := settle(t, s, "done").Result; r != false {
-		t.Fatalf("A stopped 3 s before its grant of a 2 s lease, then let go: %v, want a lease not lost at its grant", r)
+	if r := steptest.Settle(t, s, "done").Result.(steptest.Held); r.Acquire != nil || r.Release != nil || r.LostAtGrant {
+		t.Fatalf("A stopped 3 s before its grant of a 2 s lease, then let go: %+v, want a lease not lost at its grant", r)
 	}
 }
