@@ -13,19 +13,29 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+
+	"github.com/locklab/locklab/internal/versions"
 )
 
-//go:embed v1_mutex/mutex.go v3_setnx/setnx.go v3_setnx/*.lua v6_lua/lua.go v6_lua/*.lua
-//go:embed v7_reentrant/reentrant.go v7_reentrant/*.lua v8_watchdog/watchdog.go v8_watchdog/*.lua
-//go:embed redislock/redislock.go rueidislock/rueidislock.go
-//go:embed redlock/redlock.go redlock/*.lua etcd/etcd.go etcd/watch.go zk/zk.go zk/request.go zk/session.go zk/watch.go db/db.go db/seed.go db/getlock.go db/watch.go db/*.sql
+// Every package's files are embedded (its tests too: embed cannot leave
+// them out, so Code and Files do): a version's new package needs no line
+// here, only its catalogue entry's "package".
+//
+//go:embed */*.go */*.lua */*.sql
 var sources embed.FS
 
-// Packages are each version's package here; none and atomic have none (the
-// sale's own code is theirs).
-var Packages = map[string]string{"v1": "v1_mutex", "v2": "v1_mutex", "v3": "v3_setnx", "v4": "v3_setnx", "v5": "v3_setnx",
-	"v6": "v6_lua", "v7": "v7_reentrant", "v8": "v8_watchdog", "redlock": "redlock", "etcd": "etcd", "zk": "zk", "db-seed": "db", "db": "db", "db-getlock": "db",
-	"redislock": "redislock", "rueidislock": "rueidislock", "rueidislock-1": "rueidislock"}
+// Package is version's package here, as the catalogue names it; "" for a
+// version with none (none and atomic: the sale's own code is theirs).
+func Package(version string) string {
+	v, _ := versions.Lookup(version)
+	return v.Package
+}
+
+// served says whether an embedded file is one the service is built from:
+// Go code but its tests, Lua and SQL scripts.
+func served(name string) bool {
+	return !strings.HasSuffix(name, "_test.go")
+}
 
 // File is one source file: its path in the repository, and its text.
 type File struct {
@@ -36,13 +46,16 @@ type File struct {
 // Code returns the files of version's package: its Go code first, then its
 // scripts (Lua, or the database lock's SQL), each by name; nil for a version with no package of its own.
 func Code(version string) []File {
-	dir, ok := Packages[version]
-	if !ok {
+	dir := Package(version)
+	if dir == "" {
 		return nil
 	}
-	entries, _ := fs.ReadDir(sources, dir) // embedded: it exists
+	entries, _ := fs.ReadDir(sources, dir) // a package the catalogue names that is not here: none
 	var files []File
 	for _, e := range entries {
+		if !served(e.Name()) {
+			continue
+		}
 		raw, _ := sources.ReadFile(dir + "/" + e.Name())
 		files = append(files, File{Path: "internal/locks/" + dir + "/" + e.Name(), Text: string(raw)})
 	}
@@ -56,7 +69,7 @@ func Code(version string) []File {
 func Files() []File {
 	var files []File
 	_ = fs.WalkDir(sources, ".", func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
+		if err == nil && !d.IsDir() && served(d.Name()) {
 			raw, _ := sources.ReadFile(path) // embedded: it exists
 			files = append(files, File{Path: "internal/locks/" + path, Text: string(raw)})
 		}

@@ -4,16 +4,26 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/locklab/locklab/internal/versions"
 )
 
 // Every file of a version's package that the service is built from (its
-// Go files but the tests, its Lua or SQL scripts) is embedded, text for text: a
-// file added to a package and not to the embed list fails here.
+// Go files but the tests, its Lua or SQL scripts) is embedded, text for text;
+// and the package the catalogue names is there: a version whose entry names
+// none, or a package that does not exist, fails here.
 func TestCodeIsTheSource(t *testing.T) {
-	for version, dir := range Packages {
+	for _, v := range versions.All {
+		version, dir := v.Name, v.Package
+		if dir == "" {
+			if version != "none" && version != "atomic" {
+				t.Errorf("%s: its catalogue entry names no package (internal/versions/versions.json, \"package\")", version)
+			}
+			continue
+		}
 		entries, err := os.ReadDir(dir)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: the catalogue's package: %v", version, err)
 		}
 		var want []string
 		for _, e := range entries {

@@ -82,7 +82,7 @@ func eachVersion() string {
 		for _, p := range pictures[v.Name] {
 			b.WriteString(p + "\n\n")
 		}
-		pkg := locks.Packages[v.Name]
+		pkg := v.Package
 		switch {
 		case v.Name == "atomic":
 			fmt.Fprintf(&b, "No lock: the sale is one script, `internal/sale/decrement.lua`:\n\n```lua\n%s```\n\n", locks.Unmarked(sale.Script("decrement.lua")))

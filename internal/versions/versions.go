@@ -16,10 +16,14 @@ import (
 
 // Version describes one lock version.
 type Version struct {
-	Name  string `json:"name"`
-	Guard string `json:"guard"` // the mechanism, in a few words
-	Fixes string `json:"fixes"` // what it adds over the version before
-	Flaw  string `json:"flaw"`  // what it still gets wrong
+	Name string `json:"name"`
+	// Package is its lock's package under internal/locks (v3_setnx), where
+	// its guard, its scripts and its marked lesson lines are; empty for a
+	// version with no lock of its own (none, atomic: the sale's own code).
+	Package string `json:"package,omitempty"`
+	Guard   string `json:"guard"` // the mechanism, in a few words
+	Fixes   string `json:"fixes"` // what it adds over the version before
+	Flaw    string `json:"flaw"`  // what it still gets wrong
 	// Zh is the same three in 简体中文, in the tutorial's own terms (超卖,
 	// 误删, 可重入, 看门狗, 红锁, 栅栏令牌): the tutorial is Chinese, and so
 	// is README.zh-CN.md's table.
