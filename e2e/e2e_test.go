@@ -28,6 +28,7 @@ import (
 	"github.com/locklab/locklab/internal/loadtest"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/locklab/locklab/internal/scenario"
+	"github.com/locklab/locklab/internal/scenario/stores"
 	"github.com/locklab/locklab/internal/versions"
 	"github.com/redis/go-redis/v9"
 )
@@ -289,7 +290,7 @@ func scenarioCluster(t *testing.T, settings ...string) scenario.Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := scenario.Local(c, h, c.State.AdminToken)
+	env, err := stores.Local(c, h, c.State.AdminToken)
 	if err != nil {
 		t.Fatal(err)
 	}

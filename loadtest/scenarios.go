@@ -19,6 +19,7 @@ import (
 	"github.com/locklab/locklab/internal/docgen"
 	"github.com/locklab/locklab/internal/loadtest"
 	"github.com/locklab/locklab/internal/scenario"
+	"github.com/locklab/locklab/internal/scenario/stores"
 	"github.com/locklab/locklab/internal/versions"
 )
 
@@ -162,14 +163,14 @@ func scenarioEnv(ctx context.Context, o *options) (env scenario.Env, h api.Healt
 		return env, h, fmt.Errorf("cannot read the replicas' settings: %w", err)
 	}
 	if o.compose != "" {
-		env, err = scenario.Compose(ctx, o.compose, o.cfg.URL, h, o.cfg.AdminToken, o.redisPass)
+		env, err = scenario.Compose(ctx, stores.Open, o.compose, o.cfg.URL, h, o.cfg.AdminToken, o.redisPass)
 	} else {
 		var c *cluster.Cluster
 		if c, err = cluster.Load(o.runDir); err != nil {
 			return env, h, fmt.Errorf("the scenarios and the nemesis need the local cluster (make scenarios starts one): %w", err)
 		}
 		o.cfg.AdminToken = cmp.Or(o.cfg.AdminToken, c.State.AdminToken)
-		env, err = scenario.Local(c, h, o.cfg.AdminToken)
+		env, err = stores.Local(c, h, o.cfg.AdminToken)
 	}
 	env.URL = o.cfg.URL
 	return env, h, err

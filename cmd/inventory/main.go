@@ -207,7 +207,7 @@ func handler(cfg config, deps builder.Deps, rdb *redis.Client, steps *step.Gate,
 // settings are the lock settings /healthz reports.
 func (c config) settings() map[string]string {
 	return map[string]string{"lock": c.Lock, "ttl": c.TTL.String(), "retry": c.Retry.String(),
-		"redlock_retry": c.RedlockRetry.String(), "wait": c.Wait, "work": c.Work.String(), "acquire_timeout": c.AcquireTimeout.String(),
+		"redlock_retry": c.RedlockRetry.String(), "wait": c.Wait, "work": c.Work.String(), "acquire_timeout": c.AcquireTimeout.String(), "claim": c.Claim.String(),
 		"fence": strconv.FormatBool(c.Fence), "chaos": strconv.FormatBool(c.Chaos), "replica_ack": strconv.Itoa(c.ReplicaAck),
 		"db": strconv.FormatBool(c.DB != ""), "zk": strconv.FormatBool(len(c.ZK) > 0), "sentinel": strconv.FormatBool(len(c.Sentinel) > 0)}
 }

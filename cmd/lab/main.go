@@ -24,6 +24,7 @@ import (
 	"github.com/locklab/locklab/internal/origin"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/locklab/locklab/internal/scenario"
+	"github.com/locklab/locklab/internal/scenario/stores"
 )
 
 func main() { cli.Main(run) }
@@ -153,7 +154,7 @@ func localCells(dir, saleURL, adminToken string) func(context.Context) (scenario
 		if err != nil {
 			return scenario.Env{}, fmt.Errorf("cannot read the replicas' settings: %w", err)
 		}
-		env, err := scenario.Local(c, h, cmp.Or(adminToken, c.State.AdminToken))
+		env, err := stores.Local(c, h, cmp.Or(adminToken, c.State.AdminToken))
 		env.URL = saleURL
 		return env, err
 	}

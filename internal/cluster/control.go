@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/locklab/locklab/internal/probe"
 	"github.com/locklab/locklab/internal/procstate"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/redis/go-redis/v9"
@@ -137,7 +138,7 @@ func (c *Cluster) ready(ctx context.Context, p *Proc, limit time.Duration) error
 		return waitUntil(ctx, limit, p.Name, func() bool { return p.alive() && dbReady(ctx, c.dir) })
 	case strings.HasPrefix(p.Name, "zookeeper"): // serving: in a quorum
 		return waitUntil(ctx, limit, p.Name, func() bool {
-			_, err := ZKMode(p.Addr, time.Second)
+			_, err := probe.ZKMode(p.Addr, time.Second)
 			return p.alive() && err == nil
 		})
 	case strings.HasPrefix(p.Name, "etcd"): // healthy: the member has a leader

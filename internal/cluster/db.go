@@ -25,7 +25,7 @@ import (
 const (
 	DBPort = 13306
 	DBName = "locklab"
-	dbUser = "locklab"
+	DBUser = "locklab"
 )
 
 // planDB lays out the MariaDB server.
@@ -69,7 +69,7 @@ func OSUser() string {
 // DSN is the replicas' data source name for the database lock.
 func (s *State) DSN() string {
 	c := mysql.NewConfig()
-	c.User, c.Passwd, c.Net, c.Addr, c.DBName = dbUser, s.RedisPassword, "tcp", s.DB.Addr, DBName
+	c.User, c.Passwd, c.Net, c.Addr, c.DBName = DBUser, s.RedisPassword, "tcp", s.DB.Addr, DBName
 	return c.FormatDSN()
 }
 
@@ -107,8 +107,8 @@ func setupDB(ctx context.Context, dir, password string) error {
 	defer db.Close()
 	for _, stmt := range []string{
 		"CREATE DATABASE IF NOT EXISTS " + DBName,
-		"CREATE USER IF NOT EXISTS '" + dbUser + "'@'127.0.0.1' IDENTIFIED BY " + quote(password),
-		"GRANT ALL ON " + DBName + ".* TO '" + dbUser + "'@'127.0.0.1'",
+		"CREATE USER IF NOT EXISTS '" + DBUser + "'@'127.0.0.1' IDENTIFIED BY " + quote(password),
+		"GRANT ALL ON " + DBName + ".* TO '" + DBUser + "'@'127.0.0.1'",
 	} {
 		if _, err := db.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("cluster: mariadb: %w", err)

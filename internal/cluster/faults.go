@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strconv"
+
+	"github.com/locklab/locklab/internal/probe"
 )
 
 // The fault proxies (Config.Faults): a toxiproxy server (Shopify's, built
@@ -26,10 +28,6 @@ type FaultProxy struct {
 	Enabled  bool   `json:"enabled"`
 }
 
-// FaultProxyName is the name of the proxy that carries replica's traffic to
-// node.
-func FaultProxyName(replica, node string) string { return replica + ">" + node }
-
 // planFaults lays out the toxiproxy server and its proxies (the replicas'
 // addresses of the nodes become the proxies'); planStandbys adds the
 // standbys' own.
@@ -39,7 +37,7 @@ func planFaults(dir string, s *State, replicas []string) {
 			"-config", faultConfig(dir)}}
 	for i, r := range replicas {
 		for _, n := range s.Redis {
-			s.FaultProxies = append(s.FaultProxies, FaultProxy{Name: FaultProxyName(r, n.Name),
+			s.FaultProxies = append(s.FaultProxies, FaultProxy{Name: probe.FaultProxyName(r, n.Name),
 				Listen: "127.0.0.1:" + strconv.Itoa(faultPortBase+100*(i+1)+portOf(n.Addr)-6380), Upstream: n.Addr, Enabled: true})
 		}
 	}
@@ -58,7 +56,7 @@ func planStandbys(dir string, s *State, n int, auth bool) {
 		port := portOf(s.Redis[len(s.Redis)-1].Addr) + 1 + i
 		name, from := "redis-"+strconv.Itoa(port), stock.Addr
 		if s.Toxiproxy != nil {
-			link := FaultProxy{Name: FaultProxyName(name, stock.Name), Listen: "127.0.0.1:" + strconv.Itoa(faultPortBase+port-6300),
+			link := FaultProxy{Name: probe.FaultProxyName(name, stock.Name), Listen: "127.0.0.1:" + strconv.Itoa(faultPortBase+port-6300),
 				Upstream: stock.Addr, Enabled: true}
 			s.FaultProxies, from = append(s.FaultProxies, link), link.Listen
 		}
@@ -77,7 +75,7 @@ func planStandbys(dir string, s *State, n int, auth bool) {
 // fault proxy's, or "" with no proxies.
 func (s *State) StandbyLink(name string) string {
 	for _, p := range s.FaultProxies {
-		if p.Name == FaultProxyName(name, s.StockNode().Name) {
+		if p.Name == probe.FaultProxyName(name, s.StockNode().Name) {
 			return p.Listen
 		}
 	}
@@ -91,7 +89,7 @@ func (s *State) nodeAddrs(replica string) []string {
 	for _, n := range s.Redis {
 		addr := n.Addr
 		for _, p := range s.FaultProxies {
-			if p.Name == FaultProxyName(replica, n.Name) {
+			if p.Name == probe.FaultProxyName(replica, n.Name) {
 				addr = p.Listen
 			}
 		}

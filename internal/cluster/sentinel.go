@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locklab/locklab/internal/probe"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/redis/go-redis/v9"
 )
@@ -113,18 +114,9 @@ func sentinelsReady(ctx context.Context, s *State, limit time.Duration) error {
 	for _, p := range s.Sentinels {
 		c := redis.NewSentinelClient(redisconn.Options(p.Addr, s.RedisPassword))
 		err := waitUntil(ctx, limit, p.Name+" (knowing the standbys and the other sentinels)", func() bool {
-			return p.alive() && SentinelKnows(ctx, c, SentinelMaster, len(s.Standbys), len(s.Sentinels)-1)
+			return p.alive() && probe.SentinelKnows(ctx, c, SentinelMaster, len(s.Standbys), len(s.Sentinels)-1)
 		})
 		errs = append(errs, err, c.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// SentinelKnows reports whether the sentinel c knows master's replicas and
-// peers (other sentinels), as many as given: what a failover needs, at start
-// and again after SENTINEL RESET.
-func SentinelKnows(ctx context.Context, c *redis.SentinelClient, master string, replicas, peers int) bool {
-	r, err1 := c.Replicas(ctx, master).Result()
-	p, err2 := c.Sentinels(ctx, master).Result()
-	return err1 == nil && err2 == nil && len(r) == replicas && len(p) == peers
 }

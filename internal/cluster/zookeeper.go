@@ -3,13 +3,10 @@ package cluster
 import (
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/locklab/locklab/internal/api"
 )
@@ -125,35 +122,6 @@ func removeZKData(path string) error {
 		}
 		return true
 	})
-}
-
-// ZKMode is what the member at addr says it is: "leader", "follower" or
-// "standalone" while it serves clients; an error when it does not answer or
-// serves nobody (a member without a quorum says "not currently serving").
-// It asks srvr, one of the four-letter words (go-zookeeper's FLWSrvr cannot
-// parse the version line of Debian's build).
-func ZKMode(addr string, timeout time.Duration) (string, error) {
-	conn, err := net.DialTimeout("tcp", addr, timeout)
-	if err != nil {
-		return "", err
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(timeout)); err != nil {
-		return "", err
-	}
-	if _, err := conn.Write([]byte("srvr")); err != nil {
-		return "", err
-	}
-	raw, err := io.ReadAll(io.LimitReader(conn, 64<<10))
-	if err != nil {
-		return "", err
-	}
-	for line := range strings.Lines(string(raw)) {
-		if mode, ok := strings.CutPrefix(strings.TrimSpace(line), "Mode: "); ok {
-			return mode, nil
-		}
-	}
-	return "", fmt.Errorf("zookeeper %s: %s", addr, strings.TrimSpace(string(raw)))
 }
 
 // removeFile removes path; a file already gone is no error.

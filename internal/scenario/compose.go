@@ -12,14 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
-
 	"github.com/locklab/locklab/internal/api"
-	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/loadtest"
-	"github.com/locklab/locklab/internal/locks/db"
-	"github.com/locklab/locklab/internal/locks/etcd"
-	"github.com/locklab/locklab/internal/locks/zk"
+	"github.com/locklab/locklab/internal/probe"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/redis/go-redis/v9"
 )
@@ -53,12 +48,13 @@ var composeServices = slices.Concat(composeRedis, composeEtcd, composeZK, []stri
 // again (its address it may not). The processes are its containers:
 // frozen with `docker pause`, killed with `docker kill`, started again with
 // `docker start`. It has no fault proxies, no standby and no clock to move:
-// the scenarios that need them are the local cluster's.
-func Compose(ctx context.Context, project, saleURL string, h api.Health, adminToken, redisPassword string) (Env, error) {
+// the scenarios that need them are the local cluster's. open opens the lock
+// services' clients (stores.Open).
+func Compose(ctx context.Context, open Opener, project, saleURL string, h api.Health, adminToken, redisPassword string) (Env, error) {
 	if h.Settings["chaos"] != "true" {
 		return Env{}, errors.New("scenario: the replicas run without -chaos: start the stack with deploy/docker-compose.scenarios.yml (make scenarios-compose does)")
 	}
-	ttl, acquire, err := deadlines(h)
+	e, err := NewEnv(h, adminToken)
 	if err != nil {
 		return Env{}, err
 	}
@@ -80,8 +76,7 @@ func Compose(ctx context.Context, project, saleURL string, h api.Health, adminTo
 			return Env{}, err
 		}
 	}
-	e := Env{AdminToken: adminToken, LockKey: h.LockKey, StockKey: h.StockKey, TTL: ttl, AcquireTimeout: acquire,
-		Client: &http.Client{Timeout: 2 * time.Minute}, StockNode: composeRedis[0], SpareNodes: composeRedis[1:], Procs: p}
+	e.StockNode, e.SpareNodes, e.Procs = composeRedis[0], composeRedis[1:], p
 	replicas, err := p.findReplicas(ctx)
 	if err != nil {
 		return Env{}, err
@@ -125,48 +120,39 @@ func Compose(ctx context.Context, project, saleURL string, h api.Health, adminTo
 		}
 	}
 	e.Redis, e.SpareRedis = clients[0], clients[1:]
-	var addrs []string
+	services := Services{Redis: e.Redis, LockKey: h.LockKey}
 	for _, s := range composeEtcd {
 		addr, err := published(s, "2379")
 		if err != nil {
-			return Env{}, errors.Join(err, closeAll(clients))
+			return Env{}, errors.Join(err, e.Close())
 		}
-		e.EtcdMembers, addrs = append(e.EtcdMembers, Member{Name: s, Addr: addr}), append(addrs, addr)
+		e.EtcdMembers, services.Etcd = append(e.EtcdMembers, Member{Name: s, Addr: addr}), append(services.Etcd, addr)
 	}
-	if e.Etcd, err = etcd.Dial(addrs); err != nil {
-		return Env{}, errors.Join(err, closeAll(clients))
-	}
-	for _, m := range e.EtcdMembers {
-		p.ready[m.Name] = func(ctx context.Context) error {
-			_, err := e.Etcd.Status(ctx, m.Addr)
-			return err
-		}
-	}
-	var servers []string
 	for _, s := range composeZK {
 		addr, err := published(s, "2181")
 		if err != nil {
 			return Env{}, errors.Join(err, e.Close())
 		}
-		e.ZKMembers, servers = append(e.ZKMembers, Member{Name: s, Addr: addr}), append(servers, addr)
+		e.ZKMembers, services.ZK = append(e.ZKMembers, Member{Name: s, Addr: addr}), append(services.ZK, addr)
 		p.ready[s] = func(context.Context) error {
-			_, err := cluster.ZKMode(addr, time.Second)
+			_, err := probe.ZKMode(addr, time.Second)
 			return err
 		}
 	}
-	if e.ZK, err = zk.Dial(servers, zk.SessionOptions{Timeout: 10 * time.Second}); err != nil {
+	if services.DBAddr, err = published(composeDB, "3306"); err != nil {
 		return Env{}, errors.Join(err, e.Close())
 	}
-	addr, err := published(composeDB, "3306")
-	if err != nil {
+	services.DBPassword = redisPassword // the replicas' account: the Compose file gives it the Redis password
+	if e.Stores, err = open(services); err != nil {
 		return Env{}, errors.Join(err, e.Close())
 	}
-	dsn := mysql.NewConfig() // the replicas' account: the Compose file gives it the Redis password
-	dsn.User, dsn.Passwd, dsn.Net, dsn.Addr, dsn.DBName = "locklab", redisPassword, "tcp", addr, cluster.DBName
-	if e.DB, err = db.Open(dsn.FormatDSN()); err != nil {
-		return Env{}, errors.Join(err, e.Close())
+	for _, m := range e.EtcdMembers {
+		p.ready[m.Name] = func(ctx context.Context) error {
+			_, _, err := e.Stores.EtcdStatus(ctx, m.Addr)
+			return err
+		}
 	}
-	e.DBNode, p.ready[composeDB] = composeDB, e.DB.PingContext
+	e.DBNode, p.ready[composeDB] = composeDB, e.Stores.PingDB
 	return e, nil
 }
 

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
-	"github.com/locklab/locklab/internal/locks/handoff"
-	"github.com/locklab/locklab/internal/locks/retry"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -103,7 +101,7 @@ func deadWaiter(wait string) runFunc {
 			return "", "", err
 		}
 		passed := passedAfter - passedBefore
-		detail += fmt.Sprintf(", the live waiter answered %s after the holder (claim deadline %s), %d dead waiter(s) passed over by the releasing replica", gap.Round(time.Millisecond), handoff.DefaultClaim, passed)
+		detail += fmt.Sprintf(", the live waiter answered %s after the holder (claim deadline %s), %d dead waiter(s) passed over by the releasing replica", gap.Round(time.Millisecond), e.Claim, passed)
 		if held {
 			detail += ", the lock left held after every sale ended"
 		}
@@ -120,12 +118,9 @@ func deadWaiter(wait string) runFunc {
 }
 
 // passed is the running cell's lock's count of dead waiters the releasing
-// side passed over for wait (handoff.Keys.Passed, retry.PassedKey).
+// side passed over for wait (Stores.WaitKeys).
 func (e Env) passed(ctx context.Context, wait string) (int64, error) {
-	key := handoff.For(e.LockKey).Passed
-	if wait == "notify" {
-		key = retry.PassedKey(e.LockKey)
-	}
+	_, key := e.Stores.WaitKeys(wait)
 	n, err := e.Redis.Get(ctx, key).Int64()
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
@@ -135,9 +130,6 @@ func (e Env) passed(ctx context.Context, wait string) (int64, error) {
 
 // queued is how many waiters the running cell's lock has queued for wait.
 func (e Env) queued(ctx context.Context, wait string) (int64, error) {
-	key := handoff.For(e.LockKey).Queue
-	if wait == "notify" {
-		key, _ = retry.QueueKeys(e.LockKey)
-	}
+	key, _ := e.Stores.WaitKeys(wait)
 	return e.Redis.ZCard(ctx, key).Result()
 }

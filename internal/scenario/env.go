@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,13 +13,8 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/history"
-	dblock "github.com/locklab/locklab/internal/locks/db"
-	"github.com/locklab/locklab/internal/locks/handoff"
-	"github.com/locklab/locklab/internal/locks/retry"
-	zklock "github.com/locklab/locklab/internal/locks/zk"
 	"github.com/locklab/locklab/internal/versions"
 	"github.com/redis/go-redis/v9"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Env is the cluster a scenario runs against.
@@ -34,19 +28,16 @@ type Env struct {
 	// AcquireTimeout is the replicas' -acquire-timeout (from /healthz):
 	// how long a sale waits for the lock before its 503.
 	AcquireTimeout time.Duration
-	Client         *http.Client
-	// Etcd is a client of the etcd lock's cluster: its lock is watched
-	// there (the keys under LockKey + "/"), as the others' in Redis.
-	Etcd *clientv3.Client
-	// ZK is a session on the zk lock's ensemble (nil: the cluster has
-	// none): its lock is watched there, in its directory. ZKMembers are the
-	// ensemble's members.
-	ZK        *zklock.Session
+	// Claim is the replicas' -claim (from /healthz; 0: not reported): how
+	// long a waiter handed the lock has to take it.
+	Claim  time.Duration
+	Client *http.Client
+	// Stores watches each lock where it lives and frees it (nil: no lock
+	// can be watched). ZKMembers are the zk lock's ensemble's members (none:
+	// the stack has none); DBNode is the database's process.
+	Stores    Stores
 	ZKMembers []Member
-	// DB is the database lock's MariaDB (nil: the cluster has none): its
-	// lock is watched there, in its row. DBNode is its process.
-	DB     *sql.DB
-	DBNode string
+	DBNode    string
 	// Replicas are two replicas, each reached directly; StockNode is the
 	// process of the stock's (and single-node locks') Redis node, SpareNodes
 	// the ones only redlock uses, EtcdMembers the etcd lock's members, by
@@ -135,20 +126,14 @@ type Processes interface {
 // Close closes the Env's clients.
 func (e Env) Close() error {
 	errs := []error{e.Redis.Close()}
-	if e.Etcd != nil {
-		errs = append(errs, e.Etcd.Close())
-	}
 	for _, sb := range e.Standbys {
 		errs = append(errs, sb.Redis.Close())
 	}
 	for _, c := range e.SpareRedis {
 		errs = append(errs, c.Close())
 	}
-	if e.ZK != nil {
-		e.ZK.Close()
-	}
-	if e.DB != nil {
-		errs = append(errs, e.DB.Close())
+	if e.Stores != nil {
+		errs = append(errs, e.Stores.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -159,36 +144,11 @@ func (e Env) Close() error {
 // every later version that shares it; a killed waiter's queue entry would
 // stand before the next cell's waiters.
 func (e Env) ClearLock(ctx context.Context, lock string) error {
-	h := handoff.For(e.LockKey)
-	queue, woken := retry.QueueKeys(e.LockKey)
-	keys := append(e.lockKeys(lock), h.Queue, h.Deadlines, h.Granted, queue, woken)
-	if err := e.Redis.Del(ctx, keys...).Err(); err != nil {
-		return fmt.Errorf("scenario: deleting %s and its queues: %w", e.LockKey, err)
+	if e.Stores == nil {
+		return errors.New("scenario: no stores to clear the " + lock + " lock in")
 	}
-	if lock == "etcd" {
-		if _, err := e.Etcd.Delete(ctx, e.LockKey+"/", clientv3.WithPrefix()); err != nil {
-			return fmt.Errorf("scenario: etcd: %w", err)
-		}
-	}
-	if lock == "zk" && e.ZK != nil {
-		if err := zklock.Clear(ctx, e.ZK, e.LockKey); err != nil {
-			return fmt.Errorf("scenario: zk: %w", err)
-		}
-	}
-	if lock == "db" && e.DB != nil { // freed, its token kept
-		if err := dblock.Clear(ctx, e.DB, e.LockKey); err != nil {
-			return fmt.Errorf("scenario: db: %w", err)
-		}
-	}
-	if lock == "db-seed" && e.DB != nil { // a dead holder's row stays for ever
-		if err := dblock.SeedClear(ctx, e.DB, e.LockKey); err != nil {
-			return fmt.Errorf("scenario: db-seed: %w", err)
-		}
-	}
-	if lock == "db-getlock" && e.DB != nil { // its holder's connection killed
-		if err := dblock.GetLockClear(ctx, e.DB, e.LockKey); err != nil {
-			return fmt.Errorf("scenario: db-getlock: %w", err)
-		}
+	if err := e.Stores.Clear(ctx, lock); err != nil {
+		return fmt.Errorf("scenario: clearing the %s lock: %w", lock, err)
 	}
 	return nil
 }
@@ -219,13 +179,36 @@ func (e Env) reset(ctx context.Context) (int64, error) {
 // Lacks says what the Env lacks to run lock's cells ("": nothing): a stack
 // started without its database or its ZooKeeper ensemble.
 func (e Env) Lacks(lock string) string {
-	if versions.NeedsDB(lock) && e.DB == nil {
+	if versions.NeedsDB(lock) && !e.has("db") {
 		return "this stack has no database for the " + lock + " lock"
 	}
-	if versions.NeedsZK(lock) && e.ZK == nil {
+	if versions.NeedsZK(lock) && !e.has("zk") {
 		return "this stack has no ZooKeeper ensemble for the zk lock"
 	}
 	return ""
+}
+
+// ErrNoFaultHooks is an Env asked of replicas whose /healthz says their
+// fault hooks are off: no scenario can act on them.
+var ErrNoFaultHooks = errors.New("scenario: the replicas run without -chaos and -admin-token")
+
+// NewEnv is the Env of replicas that reported h on /healthz, as far as h
+// says: their keys, lease, acquire deadline and claim deadline; the fault
+// hooks answer to adminToken. The caller adds the stack's processes and
+// clients (Local, Compose).
+func NewEnv(h api.Health, adminToken string) (Env, error) {
+	ttl, acquire, err := deadlines(h)
+	if err != nil {
+		return Env{}, err
+	}
+	return Env{AdminToken: adminToken, LockKey: h.LockKey, StockKey: h.StockKey, TTL: ttl, AcquireTimeout: acquire,
+		Claim: claimDeadline(h), Client: &http.Client{Timeout: 2 * time.Minute}}, nil
+}
+
+// claimDeadline reads the replicas' -claim off /healthz (0: not reported).
+func claimDeadline(h api.Health) time.Duration {
+	d, _ := time.ParseDuration(h.Settings["claim"])
+	return d
 }
 
 // deadlines reads the replicas' -ttl and -acquire-timeout off /healthz.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
-	"github.com/locklab/locklab/internal/cluster"
+	"github.com/locklab/locklab/internal/probe"
 )
 
 // failover (seed 004's problem 4): the lock's node has an asynchronous
@@ -291,7 +291,7 @@ func (e Env) standbyInSync(ctx context.Context, sb Standby) error {
 func (e Env) repoint(addr string) error {
 	var errs []error
 	for _, r := range e.Replicas {
-		name := cluster.FaultProxyName(r.Name, e.StockNode)
+		name := probe.FaultProxyName(r.Name, e.StockNode)
 		p, err := e.Faults.Proxy(name)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("scenario: fault proxy %s: %w", name, err))

@@ -26,7 +26,7 @@ func lostLease(ctx context.Context, e Env, lock string, before int64) (string, s
 	if err := e.waitRead(ctx, reads); err != nil {
 		return "", "", err
 	}
-	if err := e.Redis.Del(ctx, e.lockKeys(lock)...).Err(); err != nil {
+	if err := e.Redis.Del(ctx, e.Stores.LockKeys(lock)...).Err(); err != nil {
 		return "", "", err
 	}
 	e.mark("the lock's key vanishes")

@@ -10,7 +10,7 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/locklab/locklab/internal/api"
-	"github.com/locklab/locklab/internal/cluster"
+	"github.com/locklab/locklab/internal/probe"
 )
 
 // The network scenarios act on the proxy between one replica and one Redis
@@ -155,7 +155,7 @@ func (e Env) faultProxy(replica, node string) (*toxiproxy.Proxy, error) {
 	if e.Faults == nil {
 		return nil, errors.New("scenario: no fault proxies: start the cluster with FAULTS=1 (make scenarios does)")
 	}
-	name := cluster.FaultProxyName(replica, node)
+	name := probe.FaultProxyName(replica, node)
 	p, err := e.Faults.Proxy(name)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: fault proxy %s: %w", name, err)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
-	"github.com/locklab/locklab/internal/cluster"
+	"github.com/locklab/locklab/internal/probe"
 	"github.com/locklab/locklab/internal/versions"
 )
 
@@ -151,10 +151,10 @@ func (e Env) etcdElected(ctx context.Context, gone string) bool {
 			continue
 		}
 		sctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		st, err := e.Etcd.Status(sctx, m.Addr)
+		member, leader, err := e.Stores.EtcdStatus(sctx, m.Addr)
 		cancel()
 		if err == nil {
-			ids[st.Header.MemberId], leaders[st.Leader] = true, true
+			ids[member], leaders[leader] = true, true
 		}
 	}
 	for id := range leaders {
@@ -172,7 +172,7 @@ func (e Env) elected(ctx context.Context, lock, gone string) bool {
 		return e.etcdElected(ctx, gone)
 	}
 	for _, m := range e.ZKMembers {
-		if mode, err := cluster.ZKMode(m.Addr, time.Second); m.Name != gone && err == nil && mode == "leader" {
+		if mode, err := probe.ZKMode(m.Addr, time.Second); m.Name != gone && err == nil && mode == "leader" {
 			return true
 		}
 	}
@@ -182,7 +182,7 @@ func (e Env) elected(ctx context.Context, lock, gone string) bool {
 // zkLeader is the process name of ZooKeeper's current leader.
 func (e Env) zkLeader() (string, error) {
 	for _, m := range e.ZKMembers {
-		mode, err := cluster.ZKMode(m.Addr, time.Second)
+		mode, err := probe.ZKMode(m.Addr, time.Second)
 		if err != nil {
 			return "", fmt.Errorf("scenario: zookeeper %s: %w", m.Name, err)
 		}
@@ -196,11 +196,11 @@ func (e Env) zkLeader() (string, error) {
 // etcdLeader is the process name of etcd's current leader.
 func (e Env) etcdLeader(ctx context.Context) (string, error) {
 	for _, m := range e.EtcdMembers {
-		st, err := e.Etcd.Status(ctx, m.Addr)
+		member, leader, err := e.Stores.EtcdStatus(ctx, m.Addr)
 		if err != nil {
 			return "", fmt.Errorf("scenario: etcd %s: %w", m.Name, err)
 		}
-		if st.Header.MemberId == st.Leader {
+		if member == leader {
 			return m.Name, nil
 		}
 	}

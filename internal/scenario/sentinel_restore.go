@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/locklab/locklab/internal/cluster"
+	"github.com/locklab/locklab/internal/probe"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/redis/go-redis/v9"
 )
@@ -199,7 +199,7 @@ func (e Env) resetSentinels(ctx context.Context, sentinels []*redis.SentinelClie
 	}
 	err := waitEvery(ctx, promotionLimit, sentinelPoll, func() (bool, error) {
 		return !slices.ContainsFunc(sentinels, func(s *redis.SentinelClient) bool {
-			return !cluster.SentinelKnows(ctx, s, e.SentinelMaster, len(e.Standbys), len(sentinels)-1)
+			return !probe.SentinelKnows(ctx, s, e.SentinelMaster, len(e.Standbys), len(sentinels)-1)
 		}), nil
 	})
 	if err != nil {

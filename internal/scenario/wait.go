@@ -3,14 +3,7 @@ package scenario
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
-
-	dblock "github.com/locklab/locklab/internal/locks/db"
-	librueidislock "github.com/locklab/locklab/internal/locks/rueidislock"
-	zklock "github.com/locklab/locklab/internal/locks/zk"
-	"github.com/locklab/locklab/internal/versions"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // waitLock waits until the lock key exists (or is gone), for at most limit.
@@ -21,52 +14,12 @@ func (e Env) waitLock(ctx context.Context, exists bool, limit time.Duration) err
 	})
 }
 
-// locked reports whether the running cell's lock is taken: its key exists
-// in Redis, or for etcd a key exists under its prefix (a holder's, or a
-// waiter's behind it).
+// locked reports whether the running cell's lock is taken (Stores.Held).
 func (e Env) locked(ctx context.Context) (bool, error) {
-	if versions.NeedsDB(e.lock) {
-		if e.DB == nil {
-			return false, errors.New("scenario: no database to watch the " + e.lock + " lock")
-		}
-		switch e.lock {
-		case "db-seed":
-			return dblock.SeedHeld(ctx, e.DB, e.LockKey)
-		case "db-getlock":
-			return dblock.GetLockHeld(ctx, e.DB, e.LockKey)
-		}
-		return dblock.Held(ctx, e.DB, e.LockKey)
+	if e.Stores == nil {
+		return false, errors.New("scenario: no stores to watch the " + e.lock + " lock in")
 	}
-	if versions.NeedsZK(e.lock) {
-		if e.ZK == nil {
-			return false, errors.New("scenario: no ZooKeeper session to watch the zk lock")
-		}
-		return zklock.Held(ctx, e.ZK, e.LockKey)
-	}
-	if e.lock != "etcd" {
-		n, err := e.Redis.Exists(ctx, e.lockKeys(e.lock)...).Result()
-		return n > 0, err
-	}
-	if e.Etcd == nil {
-		return false, errors.New("scenario: no etcd client to watch the etcd lock")
-	}
-	resp, err := e.Etcd.Get(ctx, e.LockKey+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		return false, fmt.Errorf("scenario: etcd: %w", err)
-	}
-	return resp.Count > 0, nil
-}
-
-// lockKeys are lock's keys in the stock's Redis node: the lock key, or
-// rueidislock's keys of it (one per key of its majority).
-func (e Env) lockKeys(lock string) []string {
-	switch lock {
-	case "rueidislock":
-		return librueidislock.Keys(e.LockKey, 2)
-	case "rueidislock-1":
-		return librueidislock.Keys(e.LockKey, 1)
-	}
-	return []string{e.LockKey}
+	return e.Stores.Held(ctx, e.lock)
 }
 
 // waitUntil polls cond, an observable state, for at most limit.

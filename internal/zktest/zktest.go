@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/cluster"
+	"github.com/locklab/locklab/internal/probe"
 	"github.com/locklab/locklab/internal/procstate"
 	"github.com/locklab/locklab/internal/redistest"
 )
@@ -115,7 +116,7 @@ func (m *Member) Start() error {
 func (m *Member) WaitServing(limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
-		if _, err := cluster.ZKMode(m.Addr, time.Second); err == nil {
+		if _, err := probe.ZKMode(m.Addr, time.Second); err == nil {
 			return nil
 		}
 		m.mu.Lock()
