@@ -204,35 +204,62 @@ func untested(ops []Op) string {
 }
 
 // twoHolders finds the pairs of sales of different owners whose holds of the
-// lock overlapped.
+// lock overlapped (Overlaps' definition).
 func twoHolders(sales []history.Sale) (int, []Overlap, int) {
-	type hold struct {
-		s        history.Sale
-		from, to time.Time
-	}
-	var holds []hold
+	var held []history.Sale
+	var ws []Window
 	for _, s := range sales {
 		if from, to, ok := s.Held(); ok {
-			holds = append(holds, hold{s, from, to})
+			held, ws = append(held, s), append(ws, Window{Who: s.Owner, From: from, To: to})
 		}
 	}
-	slices.SortFunc(holds, func(a, b hold) int { return a.from.Compare(b.from) })
 	n, found := 0, []Overlap(nil)
-	for i, a := range holds {
-		for _, b := range holds[i+1:] {
-			if !b.from.Before(a.to) {
-				break // sorted by start: no later hold overlaps a
+	Overlaps(ws, func(i, j int) {
+		n++
+		if len(found) < named {
+			a, b := ws[i], ws[j]
+			found = append(found, Overlap{A: ref(held[i]), B: ref(held[j]), From: maxTime(a.From, b.From), To: minTime(a.To, b.To)})
+		}
+	})
+	return n, found, len(held)
+}
+
+// Window is one holder's time inside the critical section: a hold of the
+// lock by its owner, or, for a sale that took no lock, its own read to its
+// write.
+type Window struct {
+	Who      string
+	From, To time.Time
+}
+
+// Overlaps calls pair(i, j) for every pair of windows of different holders
+// that overlapped, i's starting no later than j's (in start order): the one
+// definition of two holders, which the checker counts, and the report's
+// and the lab's timelines draw in red (Overlapping).
+func Overlaps(ws []Window, pair func(i, j int)) {
+	order := make([]int, len(ws))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return ws[a].From.Compare(ws[b].From) })
+	for k, i := range order {
+		for _, j := range order[k+1:] {
+			if !ws[j].From.Before(ws[i].To) {
+				break // in start order: no later window overlaps i
 			}
-			if a.s.Owner == b.s.Owner {
-				continue
-			}
-			n++
-			if len(found) < named {
-				found = append(found, Overlap{A: ref(a.s), B: ref(b.s), From: b.from, To: minTime(a.to, b.to)})
+			if ws[i].Who != ws[j].Who {
+				pair(i, j)
 			}
 		}
 	}
-	return n, found, len(holds)
+}
+
+// Overlapping says of each window whether it overlapped another holder's
+// (Overlaps).
+func Overlapping(ws []Window) []bool {
+	red := make([]bool, len(ws))
+	Overlaps(ws, func(i, j int) { red[i], red[j] = true, true })
+	return red
 }
 
 // lostUpdates finds the sold sales that read a value another sold sale read.
@@ -363,6 +390,13 @@ func operations(ops []Op, after int64) []porcupine.Operation {
 	}
 	return append(out, porcupine.Operation{ClientId: len(ops), Call: last + 1, Return: last + 2,
 		Output: output{outcome: final, remaining: after}})
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -238,6 +238,7 @@ func (l *Lab) execCell(ctx context.Context, s scenario.Scenario, res CellResult)
 			res.Holds = append(res.Holds, h)
 		}
 	}
+	markOverlaps(res.Holds)
 	return res
 }
 

@@ -34,6 +34,30 @@ type Hold struct {
 	Token   int64  `json:"token,omitempty"`
 	Status  int    `json:"status"`
 	Code    string `json:"code,omitempty"`
+	// Overlaps says that it overlapped another owner's hold of the same
+	// version's lock (checker.Overlaps): the page draws it red.
+	Overlaps bool `json:"overlaps,omitempty"`
+}
+
+// markOverlaps sets each hold's Overlaps by the checker's definition, per
+// version, and returns the keys (ID + Lock) of the holds it newly marked.
+func markOverlaps(hs []Hold) (newly []string) {
+	byLock := map[string][]int{}
+	for i, h := range hs {
+		byLock[h.Lock] = append(byLock[h.Lock], i)
+	}
+	for _, idx := range byLock {
+		ws := make([]checker.Window, len(idx))
+		for k, i := range idx {
+			ws[k] = checker.Window{Who: hs[i].Owner, From: time.UnixMicro(hs[i].From), To: time.UnixMicro(hs[i].To)}
+		}
+		for k, red := range checker.Overlapping(ws) {
+			if h := &hs[idx[k]]; red && !h.Overlaps {
+				h.Overlaps, newly = true, append(newly, h.ID+h.Lock)
+			}
+		}
+	}
+	return newly
 }
 
 func holdOf(lock string, s history.Sale) (Hold, bool) {
@@ -339,9 +363,12 @@ func (l *Lab) version(ctx context.Context, r *run, cfg loadtest.Config, lock str
 		holds := f.take()
 		r.mu.Lock()
 		r.counts[idx] = now
+		before := len(r.holds)
 		r.holds = append(r.holds, holds...)
+		newly := markOverlaps(r.holds) // the new holds' marks, and the earlier ones' a new hold overlaps
+		holds = slices.Clone(r.holds[before:])
 		r.mu.Unlock()
-		l.publish("progress", map[string]any{"run": r.ID, "counts": now, "holds": holds})
+		l.publish("progress", map[string]any{"run": r.ID, "counts": now, "holds": holds, "overlaps": newly})
 	}
 	for {
 		select {
@@ -360,6 +387,7 @@ func (l *Lab) version(ctx context.Context, r *run, cfg loadtest.Config, lock str
 						all = append(all, h)
 					}
 				}
+				markOverlaps(all)
 				r.mu.Lock()
 				r.holds = append(slices.DeleteFunc(r.holds, func(h Hold) bool { return h.Lock == lock }), all...)
 				r.mu.Unlock()

@@ -122,15 +122,12 @@ func lay(sales []history.Sale) (lanes []string, bars []bar) {
 		bars = append(bars, bar{lane: slices.Index(lanes, s.Replica), from: from, to: to, who: who, title: title})
 	}
 	slices.SortFunc(bars, func(a, b bar) int { return a.from.Compare(b.from) })
-	for i := range bars {
-		for j := i + 1; j < len(bars) && bars[j].from.Before(bars[i].to); j++ {
-			if bars[j].who != bars[i].who {
-				bars[i].red, bars[j].red = true, true
-			}
-		}
+	ws := make([]checker.Window, len(bars))
+	for i, b := range bars {
+		ws[i] = checker.Window{Who: b.who, From: b.from, To: b.to}
 	}
-	for i := range bars {
-		if bars[i].red {
+	for i, red := range checker.Overlapping(ws) {
+		if bars[i].red = red; red {
 			bars[i].title += " (overlaps another holder)"
 		}
 	}

@@ -548,6 +548,9 @@ function listen() {
     if (i < 0) r.counts.push(p.counts); else r.counts[i] = p.counts;
     r.current = p.counts.lock;
     for (const h of p.holds || []) r.holds.push(h);
+    // Earlier holds a new one overlaps: the server's marks (the checker's).
+    const newly = new Set(p.overlaps || []);
+    if (newly.size) for (const h of r.holds) if (newly.has(h.id + h.lock)) h.overlaps = true;
     touch("run");
   });
   es.addEventListener("holds", (e) => {
@@ -774,21 +777,12 @@ function serverText(text) {
   }).join(t("server.join"));
 }
 
-// marks finds, per version, the holds that overlapped another owner's (a
-// sweep in start order, remembering the hold that reaches furthest) and
-// the holds the checker named in a lost update.
+// marks are the holds the server marked as overlapping another owner's
+// (the checker's definition of two holders) and the holds the checker named
+// in a lost update: the page draws what it is given.
 function marks(r) {
   const overlap = new Set(), lost = new Set();
-  const byLock = {};
-  for (const h of r.holds) (byLock[h.lock] = byLock[h.lock] || []).push(h);
-  for (const hs of Object.values(byLock)) {
-    hs.sort((a, b) => a.from - b.from);
-    let far = null;
-    for (const h of hs) {
-      if (far && h.from < far.to && h.owner !== far.owner) { overlap.add(h.id + h.lock); overlap.add(far.id + far.lock); }
-      if (!far || h.to > far.to) far = h;
-    }
-  }
+  for (const h of r.holds) if (h.overlaps) overlap.add(h.id + h.lock);
   for (const res of r.results || []) for (const p of res.lost || []) { lost.add(p.a.id + res.lock); lost.add(p.b.id + res.lock); }
   return { overlap, lost };
 }
