@@ -49,6 +49,42 @@ type Store struct {
 	Fence *FenceHolder `json:"fence,omitempty"`
 	// Counter is the last fencing token handed out (0: none yet).
 	Counter int64 `json:"counter,omitempty"`
+	// Queue is the lock a lock service keeps (etcd, ZooKeeper, MariaDB),
+	// read when GET /store?lock=NAME names such a version; nil otherwise.
+	Queue *Queue `json:"queue,omitempty"`
+}
+
+// Queue is a lock as its lock service holds it: where it lives, and its
+// entries, the holder first, then the waiters in the order they will be
+// served (etcd's keys by create revision, ZooKeeper's nodes by sequence,
+// MariaDB's GET_LOCK waiters longest-waiting first). Empty: nobody holds it.
+type Queue struct {
+	Lock    string       `json:"lock"`  // the version
+	Where   string       `json:"where"` // etcd's key prefix, ZooKeeper's directory, the table and row, the named lock
+	Entries []QueueEntry `json:"entries"`
+}
+
+// QueueEntry is one holder or waiter, with what identifies it in its store.
+type QueueEntry struct {
+	// Key names it in the store: etcd's key, ZooKeeper's node, the row, the
+	// connection holding or waiting for the named lock.
+	Key   string `json:"key"`
+	Holds bool   `json:"holds"`
+	// Owner is the sale's owner where the store keeps it (ZooKeeper's node
+	// data, the row's owner); etcd and GET_LOCK keep none.
+	Owner   string `json:"owner,omitempty"`
+	Lease   string `json:"lease,omitempty"`   // etcd: the key's lease, hex (the key ends with it)
+	Session string `json:"session,omitempty"` // ZooKeeper: the session owning the ephemeral node, hex
+	Conn    string `json:"conn,omitempty"`    // MariaDB: the connection id holding or waiting
+	// Revision is etcd's create revision, ZooKeeper's creation zxid: the
+	// order of the queue, and the fencing token of the holder.
+	Revision int64 `json:"revision,omitempty"`
+	// PTTLms is what is left of its lease in milliseconds (etcd's lease,
+	// read in whole seconds; the row's expiry), at most 0 once expired; nil:
+	// no lease (ZooKeeper's session, GET_LOCK's connection).
+	PTTLms *int64 `json:"pttl_ms,omitempty"`
+	// WaitedMs is how long a GET_LOCK waiter has waited in the server.
+	WaitedMs int64 `json:"waited_ms,omitempty"`
 }
 
 // LockKey is the lock key as Redis holds it: its owner (a string's value,

@@ -85,3 +85,21 @@ func TestNeedsMatchesBuild(t *testing.T) {
 		}
 	}
 }
+
+// Every version whose lock a lock service keeps (etcd, and every version
+// on the database or ZooKeeper) has its queue read for the store panel,
+// answering its service's error when the service has none, as its sales do;
+// every other version, whose lock is a Redis key, has none.
+func TestQueuesCoverTheLockServices(t *testing.T) {
+	q := builder.NewQueues(builder.Deps{})
+	for _, name := range versions.Names() {
+		got, err := q.ReadQueue(context.Background(), name)
+		want := map[string]error{"db": builder.ErrNoDB, "zk": builder.ErrNoZK}[versions.Needs(name)]
+		if name == "etcd" {
+			want = builder.ErrNoEtcd
+		}
+		if got != nil || !errors.Is(err, want) {
+			t.Errorf("%s's queue with no service: %+v, %v; want the error %v", name, got, err, want)
+		}
+	}
+}

@@ -81,10 +81,11 @@ func TestChineseCatalogueIsChinese(t *testing.T) {
 	}
 }
 
-// TestCatalogueHasEveryKeyThePageUses finds the keys index.html, lab.js and
-// steps.js name: data-i18n attributes, string literals of a catalogue's
-// sections ("steps.theEnd"; a prefix the code completes, "word.", is not
-// one), and a story's title, intro and captions, which must be keys.
+// TestCatalogueHasEveryKeyThePageUses finds the keys index.html, lab.js,
+// steps.js and queue.js name: data-i18n attributes, string literals of a
+// catalogue's sections ("steps.theEnd"; a prefix the code completes,
+// "word.", is not one), and a story's title, intro and captions, which
+// must be keys.
 func TestCatalogueHasEveryKeyThePageUses(t *testing.T) {
 	en := catalogues(t)["en"]
 	sections := map[string]bool{}
@@ -103,7 +104,7 @@ func TestCatalogueHasEveryKeyThePageUses(t *testing.T) {
 		used[m[1]] = "index.html"
 	}
 	literal := regexp.MustCompile(`"([a-z][A-Za-z]*)\.([\w.-]*[\w])"`)
-	for _, f := range []string{"lab.js", "steps.js"} {
+	for _, f := range []string{"lab.js", "steps.js", "queue.js"} {
 		for _, m := range literal.FindAllStringSubmatch(read(f), -1) {
 			if sections[m[1]] {
 				used[m[1]+"."+m[2]] = f

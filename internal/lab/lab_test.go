@@ -632,6 +632,23 @@ func TestLessonSteps(t *testing.T) {
 	}
 }
 
+// The store's read passes ?lock= on to the replica, which reads the lock
+// where the version keeps it: a Redis version adds nothing to the store, a
+// version whose service the replica has not (ZooKeeper, as in the Compose
+// stack) answers 503 as its sales do, and a name no version has is a 400.
+func TestLessonStoreLock(t *testing.T) {
+	u := start(t, lab.Config{})
+	if status, r := do(t, "GET", u+"/lab/api/lesson/store?lock=v4", "", nil); status != http.StatusOK || r["queue"] != nil || r["stock_key"] == nil {
+		t.Fatalf("the store with v4's lock: %d %v, want the store, no queue", status, r)
+	}
+	if status, r := do(t, "GET", u+"/lab/api/lesson/store?lock=zk", "", nil); status != http.StatusServiceUnavailable || r["code"] != "unavailable" {
+		t.Fatalf("the store with zk's lock, no ZooKeeper: %d %v, want 503 unavailable", status, r)
+	}
+	if status, r := do(t, "GET", u+"/lab/api/lesson/store?lock=nope", "", nil); status != http.StatusBadRequest || r["code"] != "unknown_lock" {
+		t.Fatalf("the store with a lock no version has: %d %v, want 400 unknown_lock", status, r)
+	}
+}
+
 // Each view of the page has its own address, served the page (lab.js draws
 // the view it names); an address that names none is a 404; the favicon is
 // served, so no browser logs its 404.

@@ -92,14 +92,20 @@ func (l *Lab) lessonStep(w http.ResponseWriter, r *http.Request) {
 }
 
 // lessonStore is what the store holds now, read by the first replica
-// (every replica reads the same store).
+// (every replica reads the same store); ?lock=NAME, passed on, adds the
+// lock a lock service keeps (etcd, ZooKeeper, MariaDB), which the replica
+// reads and checks.
 func (l *Lab) lessonStore(w http.ResponseWriter, r *http.Request) {
 	replicas := l.found.find(r.Context())
 	if len(replicas) == 0 {
 		writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "no replica is running")
 		return
 	}
-	l.pass(w, r, replicas[0], http.MethodGet, "store", "", nil, 0)
+	var query string
+	if lock := r.URL.Query().Get("lock"); lock != "" {
+		query = url.Values{"lock": {lock}}.Encode()
+	}
+	l.pass(w, r, replicas[0], http.MethodGet, "store", query, nil, 0)
 }
 
 // pass sends method path?query (with body) to replica ("": through nginx's

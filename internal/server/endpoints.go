@@ -43,7 +43,10 @@ var Endpoints = []Endpoint{
 	{"DELETE /steps/{id}", "the admin token, when one is set (401)", "cancels the sale (the lesson's reset): it sends nothing more to the stock, gives up waiting for the lock, and releases a lock it holds; a crashed sale's lock is removed if it still holds the sale's owner (compare-and-delete), never another's; the state once done, or after 2 s"},
 	{"GET /store", "the admin token, when one is set (401)",
 		"what the store holds now, read in one round trip (the lab's lessons show it between two stepped sales): `stock`, `lock` (`key`, `type`, `owner`, a hash's `count`, `pttl_ms`, -1 with no expiry; null: no lock key), " +
-			"`fence` (the newest holder fencing has registered at the stock: `token`, `owner`), `counter` (the last fencing token handed out); 503 when Redis does not answer"},
+			"`fence` (the newest holder fencing has registered at the stock: `token`, `owner`), `counter` (the last fencing token handed out); " +
+			"with `?lock=NAME` naming a version whose lock a lock service keeps (etcd, zk, db, db-seed, db-getlock), `queue` too: `lock`, `where` (etcd's prefix, ZooKeeper's directory, the row's or the named lock's name) and `entries`, the holder first then the waiters in the order they will be served " +
+			"(`key`, `holds`, `owner`, etcd's `lease` and `pttl_ms` in whole seconds, ZooKeeper's `session`, etcd's create `revision` or ZooKeeper's zxid, MariaDB's `conn` and `waited_ms`, a row's `pttl_ms`); " +
+			"400 `unknown_lock` for a name no version has; 503 when Redis, or the lock service, does not answer within 5 s"},
 	{"GET /healthz", "anyone", "200 while the process is up: the replica, the stock and lock keys, and its lock settings (the tools read them here)"},
 	{"GET /readyz", "anyone", "200 when the stock's Redis answers, 503 otherwise"},
 	{"GET /metrics", "anyone", "Prometheus metrics: sales by version and outcome, lock waits and holds, renewals, leases lost"},

@@ -81,7 +81,10 @@ type Config struct {
 	Forget func(ctx context.Context, owner string) (string, error)
 	// Store, when set, reads what the store holds now for GET /store (the
 	// lab's lessons show it between the two stepped sales).
-	Store    func(ctx context.Context) (api.Store, error)
+	Store func(ctx context.Context) (api.Store, error)
+	// Queues, when set, reads the lock of GET /store?lock=NAME when a lock
+	// service keeps it (etcd, ZooKeeper, MariaDB): its holder and waiters.
+	Queues   QueueReader
 	Settings map[string]string               // the lock settings, shown by /healthz
 	Ready    func(ctx context.Context) error // nil error: dependencies reachable
 	Log      *slog.Logger

@@ -119,7 +119,8 @@ func newStack(t testing.TB, o options) *stack {
 		},
 		Forget: func(ctx context.Context, owner string) (string, error) {
 			return server.ForgetLock(ctx, stock, api.DefaultLockKey, owner)
-		}})
+		},
+		Queues: builder.NewQueues(deps)})
 	s.h = h
 	ts := httptest.NewUnstartedServer(h)
 	if o.base != nil {

@@ -4,8 +4,11 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
@@ -86,10 +89,16 @@ func ReadStore(ctx context.Context, rdb redis.Cmdable, k StoreKeys) (api.Store, 
 }
 
 // store answers what the store holds now (Config.Store): the lab's
-// lessons read it live while two stepped sales run.
+// lessons read it live while two stepped sales run. With ?lock=NAME, a
+// version whose lock a lock service keeps, its queue too (Config.Queues).
 func (h *handlers) store(w http.ResponseWriter, r *http.Request) {
 	if h.Store == nil {
 		writeError(w, api.CodeNotFound, "reading the store is not served by this replica")
+		return
+	}
+	lock := r.URL.Query().Get("lock")
+	if lock != "" && !slices.Contains(h.Names, lock) {
+		writeError(w, api.CodeUnknownLock, fmt.Sprintf("unknown lock %q: want one of %s", lock, strings.Join(h.Names, " ")))
 		return
 	}
 	s, err := h.Store(r.Context())
@@ -97,7 +106,21 @@ func (h *handlers) store(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	if lock != "" && h.Queues != nil {
+		if s.Queue, err = h.Queues.ReadQueue(r.Context(), lock); err != nil {
+			h.fail(w, r, fmt.Errorf("reading %s's lock: %w", lock, err))
+			return
+		}
+	}
 	writeJSON(w, http.StatusOK, s)
+}
+
+// QueueReader reads the lock a lock service keeps (etcd, ZooKeeper,
+// MariaDB): its holder, then its waiters in order, for GET
+// /store?lock=NAME; nil, nil for a version whose lock is a Redis key. It is
+// built where the locks are (builder.Queues): the server links none.
+type QueueReader interface {
+	ReadQueue(ctx context.Context, lock string) (*api.Queue, error)
 }
 
 //go:embed forget.lua

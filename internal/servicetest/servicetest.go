@@ -47,8 +47,8 @@ func StartWith(tb testing.TB, name string, settings map[string]string) string {
 	steps := step.New(step.Options{})
 	tb.Cleanup(steps.Close)
 	poll := versions.Variant{Wait: "poll"}
-	all := builder.BuildAll(builder.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb},
-		LockKey: "lock", Retry: time.Millisecond, RedlockRetry: time.Millisecond},
+	deps := builder.Deps{Redis: rdb, Redlock: []redis.UniversalClient{rdb}, LockKey: "lock", Retry: time.Millisecond, RedlockRetry: time.Millisecond}
+	all := builder.BuildAll(deps,
 		[]versions.Variant{poll, {Wait: "poll", Lease: server.LessonLease}, {Wait: "poll", Fence: true, Lease: server.LessonLease}})
 	svc := sale.New(rdb, sale.Options{})
 	h := server.New(server.Config{Seller: svc, Versions: all, Default: poll, Names: versions.Names(),
@@ -57,7 +57,8 @@ func StartWith(tb testing.TB, name string, settings map[string]string) string {
 		Settings: reported, Steps: steps, LessonLease: server.LessonLease,
 		Store: func(ctx context.Context) (api.Store, error) {
 			return server.ReadStore(ctx, rdb, server.StoreKeys{Stock: svc.Key(), Lock: "lock", Counter: fence.CounterKey("lock")})
-		}})
+		},
+		Queues: builder.NewQueues(deps)})
 
 	mux := http.NewServeMux()
 	mux.Handle("/replica/"+name+"/", http.StripPrefix("/replica/"+name, h))

@@ -356,7 +356,9 @@ function tick() {
 
 async function readStore() {
   const n = steps.storeReads = (steps.storeReads || 0) + 1;
-  const st = await api("GET", "/lab/api/lesson/store");
+  // A lock a lock service keeps is read with the store (queue.js draws it).
+  const lock = steps.sales.A && steps.sales.A.lock;
+  const st = await api("GET", "/lab/api/lesson/store" + (lock ? "?lock=" + encodeURIComponent(lock) : ""));
   if (n < (steps.storeShown || 0)) return; // a later read already answered
   steps.storeShown = n;
   steps.store = st;
@@ -584,4 +586,5 @@ function drawStore() {
     s.fence && Object.values(steps.sales).some((x) => x && x.fence) ? el("div", { className: "fence" }, el("small", { text: t("store.newest") }),
       el("b", { text: t("store.token", { token: s.fence.token, who: ownerOf(s.fence.owner) || t("store.another") }) })) : null,
   ].filter(Boolean));
+  if (s.queue) box.querySelector(".lock").replaceWith(queueBox(s.queue)); // etcd, ZooKeeper, MariaDB: not a Redis key
 }
