@@ -10,7 +10,10 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/builder"
 	dblock "github.com/locklab/locklab/internal/locks/db"
+	"github.com/locklab/locklab/internal/locks/etcd"
 	"github.com/locklab/locklab/internal/locks/zk"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/redis/go-redis/v9"
@@ -74,3 +77,41 @@ func openDB(dsn string, log *slog.Logger) (polls, holds *sql.DB, err error) {
 type driverLog struct{ log *slog.Logger }
 
 func (d driverLog) Print(v ...any) { d.log.Warn("mariadb driver", "msg", fmt.Sprint(v...)) }
+
+// holders read the lock of the versions whose lock is not the Redis lock
+// key, each in its own store, for GET /store?lock=NAME (the lab's lessons
+// of the etcd, ZooKeeper and database families): those this replica has a
+// client of.
+func holders(deps builder.Deps) map[string]func(context.Context) (*api.LockKey, error) {
+	out := map[string]func(context.Context) (*api.LockKey, error){}
+	if deps.Etcd != nil {
+		l := etcd.New(deps.Etcd, etcd.Options{Key: deps.LockKey})
+		out["etcd"] = func(ctx context.Context) (*api.LockKey, error) {
+			key, left, ok, err := l.Holder(ctx)
+			if !ok || err != nil {
+				return nil, err
+			}
+			return &api.LockKey{Key: l.Prefix(), Type: "etcd", Owner: key, PTTLms: left.Milliseconds()}, nil
+		}
+	}
+	if deps.ZK != nil {
+		l := zk.New(deps.ZK, zk.Options{Key: deps.LockKey})
+		out["zk"] = func(context.Context) (*api.LockKey, error) {
+			node, owner, ok, err := l.Holder()
+			if !ok || err != nil {
+				return nil, err
+			}
+			return &api.LockKey{Key: l.Dir() + "/" + node, Type: "zk", Owner: owner, PTTLms: -1}, nil
+		}
+	}
+	if deps.DB != nil {
+		out["db-getlock"] = func(ctx context.Context) (*api.LockKey, error) {
+			conn, ok, err := dblock.GetLockHolder(ctx, deps.DB, deps.LockKey)
+			if !ok || err != nil {
+				return nil, err
+			}
+			return &api.LockKey{Key: dblock.GetLockName(deps.LockKey), Type: "db-getlock", Owner: conn, PTTLms: -1}, nil
+		}
+	}
+	return out
+}

@@ -198,6 +198,7 @@ func handler(cfg config, deps builder.Deps, rdb *redis.Client, steps *step.Gate,
 		Store: func(ctx context.Context) (api.Store, error) {
 			return server.ReadStore(ctx, rdb, server.StoreKeys{Stock: cfg.Key, Lock: cfg.LockKey, Counter: fence.CounterKey(cfg.LockKey)})
 		},
+		Holders: holders(deps),
 		Forget: func(ctx context.Context, owner string) (string, error) {
 			return server.ForgetLock(ctx, rdb, cfg.LockKey, owner)
 		},

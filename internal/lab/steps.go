@@ -79,6 +79,20 @@ func (l *Lab) lessonStart(w http.ResponseWriter, r *http.Request) {
 // lessonStep passes a step call (GET the state, POST next, end, crash,
 // pause or resume, DELETE: reset) to the replica the path names.
 func (l *Lab) lessonStep(w http.ResponseWriter, r *http.Request) {
+	if name := r.PathValue("replica"); l.isFrozen(name) { // it would answer nothing until thawed
+		if r.Method != http.MethodDelete {
+			writeError(w, http.StatusConflict, "frozen", "replica "+name+" is frozen by the lesson: thaw it first")
+			return
+		}
+		// The reset, or the page leaving: thawed first, whatever the page
+		// asked before (its thaw may be lost as it goes).
+		if f, _ := l.freezer(r.Context()); f != nil {
+			if err := l.thaw(f, name, "the reset"); err != nil {
+				writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "could not thaw "+name+": "+err.Error())
+				return
+			}
+		}
+	}
 	path := "steps/" + url.PathEscape(r.PathValue("id"))
 	switch do := r.PathValue("do"); do {
 	case "":
@@ -91,15 +105,24 @@ func (l *Lab) lessonStep(w http.ResponseWriter, r *http.Request) {
 	l.pass(w, r, r.PathValue("replica"), r.Method, path, "", nil, 0)
 }
 
-// lessonStore is what the store holds now, read by the first replica
-// (every replica reads the same store).
+// lessonStore is what the store holds now, read by the first replica not
+// frozen (every replica reads the same store); ?lock=NAME reads that
+// version's own lock (etcd's, ZooKeeper's, MariaDB's) as the lock.
 func (l *Lab) lessonStore(w http.ResponseWriter, r *http.Request) {
-	replicas := l.found.find(r.Context())
+	replicas := slices.DeleteFunc(slices.Clone(l.found.find(r.Context())), l.isFrozen)
 	if len(replicas) == 0 {
 		writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "no replica is running")
 		return
 	}
-	l.pass(w, r, replicas[0], http.MethodGet, "store", "", nil, 0)
+	var q string
+	if lock := r.URL.Query().Get("lock"); lock != "" {
+		if _, ok := versions.Lookup(lock); !ok {
+			writeError(w, http.StatusBadRequest, api.CodeUnknownLock, fmt.Sprintf("no version %q", lock))
+			return
+		}
+		q = url.Values{"lock": {lock}}.Encode()
+	}
+	l.pass(w, r, replicas[0], http.MethodGet, "store", q, nil, 0)
 }
 
 // pass sends method path?query (with body) to replica ("": through nginx's

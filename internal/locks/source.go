@@ -18,7 +18,7 @@ import (
 //go:embed v1_mutex/mutex.go v3_setnx/setnx.go v3_setnx/*.lua v6_lua/lua.go v6_lua/*.lua
 //go:embed v7_reentrant/reentrant.go v7_reentrant/*.lua v8_watchdog/watchdog.go v8_watchdog/*.lua
 //go:embed redislock/redislock.go rueidislock/rueidislock.go
-//go:embed redlock/redlock.go redlock/*.lua etcd/etcd.go etcd/watch.go zk/zk.go zk/request.go zk/session.go zk/watch.go db/db.go db/seed.go db/getlock.go db/watch.go db/*.sql
+//go:embed redlock/redlock.go redlock/*.lua etcd/etcd.go etcd/watch.go etcd/holder.go zk/zk.go zk/request.go zk/session.go zk/watch.go zk/holder.go db/db.go db/seed.go db/getlock.go db/watch.go db/holder.go db/*.sql
 var sources embed.FS
 
 // Packages are each version's package here; none and atomic have none (the

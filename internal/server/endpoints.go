@@ -43,7 +43,9 @@ var Endpoints = []Endpoint{
 	{"DELETE /steps/{id}", "the admin token, when one is set (401)", "cancels the sale (the lesson's reset): it sends nothing more to the stock, gives up waiting for the lock, and releases a lock it holds; a crashed sale's lock is removed if it still holds the sale's owner (compare-and-delete), never another's; the state once done, or after 2 s"},
 	{"GET /store", "the admin token, when one is set (401)",
 		"what the store holds now, read in one round trip (the lab's lessons show it between two stepped sales): `stock`, `lock` (`key`, `type`, `owner`, a hash's `count`, `pttl_ms`, -1 with no expiry; null: no lock key), " +
-			"`fence` (the newest holder fencing has registered at the stock: `token`, `owner`), `counter` (the last fencing token handed out); 503 when Redis does not answer"},
+			"`fence` (the newest holder fencing has registered at the stock: `token`, `owner`), `counter` (the last fencing token handed out); 503 when Redis does not answer. " +
+			"`?lock=etcd` (`zk`, `db-getlock`): `lock` is that version's own lock instead of the Redis key: etcd's first key under the mutex's prefix (`owner`: the key, `pttl_ms`: its lease's time to live, in whole seconds), " +
+			"ZooKeeper's first node in the lock's directory (`owner`: the data its holder wrote, `pttl_ms` -1: it goes with its session), MariaDB's named lock (`owner`: the holding connection's id, `pttl_ms` -1: no lease)"},
 	{"GET /healthz", "anyone", "200 while the process is up: the replica, the stock and lock keys, and its lock settings (the tools read them here)"},
 	{"GET /readyz", "anyone", "200 when the stock's Redis answers, 503 otherwise"},
 	{"GET /metrics", "anyone", "Prometheus metrics: sales by version and outcome, lock waits and holds, renewals, leases lost"},

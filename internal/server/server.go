@@ -81,7 +81,12 @@ type Config struct {
 	Forget func(ctx context.Context, owner string) (string, error)
 	// Store, when set, reads what the store holds now for GET /store (the
 	// lab's lessons show it between the two stepped sales).
-	Store    func(ctx context.Context) (api.Store, error)
+	Store func(ctx context.Context) (api.Store, error)
+	// Holders, when set, read the lock of the versions whose lock is not
+	// the Redis lock key (etcd's queue, ZooKeeper's nodes, MariaDB's named
+	// lock), by version: GET /store?lock=NAME answers it as its lock, so the
+	// lessons of those families watch their own store (nil: nobody holds it).
+	Holders  map[string]func(ctx context.Context) (*api.LockKey, error)
 	Settings map[string]string               // the lock settings, shown by /healthz
 	Ready    func(ctx context.Context) error // nil error: dependencies reachable
 	Log      *slog.Logger

@@ -97,6 +97,14 @@ func (h *handlers) store(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
+	if lock := r.URL.Query().Get("lock"); lock != "" {
+		if holder, ok := h.Holders[lock]; ok {
+			if s.Lock, err = holder(r.Context()); err != nil {
+				h.fail(w, r, err)
+				return
+			}
+		}
+	}
 	writeJSON(w, http.StatusOK, s)
 }
 
