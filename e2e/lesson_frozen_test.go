@@ -25,7 +25,9 @@ import (
 // frozen, its lease runs out in etcd and the first key under the lock's
 // prefix becomes B's; thawed, A's write lands (the stock 9 after both sold:
 // one unit sold twice) or, fenced, is refused (the stock still 10, B the
-// stock's newest holder). Last, a story left with A frozen is reset: A's
+// stock's newest holder). ZooKeeper's story sells one unit twice the same
+// way (its session expired while frozen); db-getlock's turns B away at its
+// deadline while A is frozen, and sells once. Last, a story left with A frozen is reset: A's
 // replica runs again and its sale is cancelled. The ending at 1280 and 390
 // px is kept as docs/lesson-etcd-*.png ($LAB_SCREENSHOTS).
 func TestLessonFrozenHolder(t *testing.T) {
@@ -152,12 +154,55 @@ func TestLessonFrozenHolder(t *testing.T) {
 		}
 	}
 
+	// ZooKeeper, in the same order: A's session expires while it is frozen
+	// (the replica's -ttl, 20 s), its node goes, B's becomes the first.
+	p.open("zk")
+	for at := 0; at <= 5; at++ {
+		p.click(at)
+	}
+	a := replicaOf("A")
+	frozen := time.Now()
+	p.click(6) // offered once A's node is gone: its session expired
+	t.Logf("zk: A frozen, its node gone %s later", time.Since(frozen).Round(100*time.Millisecond))
+	p.click(7)
+	waitFor(t, ctx, "zk: B's node the first, A still frozen", `document.querySelector("#store").dataset.owner === "B"`)
+	if st := stateOf(a); st != 'T' {
+		t.Fatalf("zk: B took the lock with A's replica in state %c, want T", st)
+	}
+	for at := 8; at <= 12; at++ {
+		p.click(at)
+	}
+	p.verdict("violated", "One unit sold twice")
+	if s := redisGetT(t, rdb, api.DefaultStockKey); s != "9" {
+		t.Fatalf("zk: the story ended with stock %s, want 9", s)
+	}
+
+	// db-getlock: no lease, so nothing runs out; B waits in GET_LOCK until
+	// its deadline and sells nothing while A is frozen; A, thawed, sells.
+	p.open("db-getlock")
+	for at := 0; at <= 6; at++ {
+		p.click(at)
+	}
+	a = replicaOf("A")
+	if st, b := stateOf(a), p.lane("B"); st != 'T' || b != "done" || !strings.Contains(p.eval(`document.querySelector("#lane-B .result").textContent`), "lock") {
+		t.Fatalf("db-getlock: B is %s (%s) with A's replica in state %c: want B turned away at its deadline while A is frozen", b, p.eval(`document.querySelector("#lane-B .result").textContent`), st)
+	}
+	if s := redisGetT(t, rdb, api.DefaultStockKey); s != "10" {
+		t.Fatalf("db-getlock: B gave up with stock %s, want 10", s)
+	}
+	p.click(7)
+	p.click(8)
+	p.verdict("violated", "No oversell, but B was blocked")
+	if s := redisGetT(t, rdb, api.DefaultStockKey); s != "9" {
+		t.Fatalf("db-getlock: the story ended with stock %s, want 9 (sold once)", s)
+	}
+
 	// Left frozen, then reset: A's replica runs again, its sale cancelled.
 	p.open("etcd")
 	for at := 0; at <= 5; at++ {
 		p.click(at)
 	}
-	a := replicaOf("A")
+	a = replicaOf("A")
 	if st := stateOf(a); st != 'T' {
 		t.Fatalf("A's replica's state is %c after the freeze, want T", st)
 	}
