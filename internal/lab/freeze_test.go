@@ -88,3 +88,15 @@ func TestFreezeIsAlwaysThawed(t *testing.T) {
 		t.Fatal("the lab closed with r1 frozen")
 	}
 }
+
+// The store names the lock it reads the sales' own store for (?lock=): a
+// version the lab does not know is refused; a known one is passed on.
+func TestStoreOfALock(t *testing.T) {
+	u := start(t, lab.Config{})
+	if status, r := do(t, "GET", u+"/lab/api/lesson/store?lock=nope", "", nil); status != http.StatusBadRequest {
+		t.Fatalf("the store of lock nope: %d %v, want 400", status, r)
+	}
+	if status, r := do(t, "GET", u+"/lab/api/lesson/store?lock=etcd", "", nil); status != http.StatusOK || r["stock_key"] == nil {
+		t.Fatalf("the store of lock etcd: %d %v, want the replica's answer", status, r)
+	}
+}
