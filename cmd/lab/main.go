@@ -86,6 +86,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 	if *runDir != "" {
 		cfg.Cells = localCells(*runDir, cfg.SaleURL, cfg.AdminToken)
 		cfg.FixByHand = localFix(*runDir)
+		// The lessons' frozen replica: the local cluster's processes, which
+		// the lab may signal (a Compose lab's container may not: no -run-dir).
+		cfg.Freezer = func(context.Context) (lab.Freezer, error) { return cluster.Load(*runDir) }
 	}
 	if from, ok := strings.CutPrefix(*replicas, "dns:"); ok {
 		if err := lab.CheckReplicasFrom(from); err != nil {

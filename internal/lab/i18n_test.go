@@ -104,7 +104,7 @@ func TestCatalogueHasEveryKeyThePageUses(t *testing.T) {
 		used[m[1]] = "index.html"
 	}
 	literal := regexp.MustCompile(`"([a-z][A-Za-z]*)\.([\w.-]*[\w])"`)
-	for _, f := range []string{"lab.js", "steps.js", "queue.js"} {
+	for _, f := range []string{"lab.js", "steps.js", "queue.js", "frozen.js"} {
 		for _, m := range literal.FindAllStringSubmatch(read(f), -1) {
 			if sections[m[1]] {
 				used[m[1]+"."+m[2]] = f
@@ -113,8 +113,10 @@ func TestCatalogueHasEveryKeyThePageUses(t *testing.T) {
 	}
 	// A story's words: each is a key, never the English itself.
 	story := regexp.MustCompile(`\b(?:caption|title|intro): "([^"]*)"`)
-	for _, m := range story.FindAllStringSubmatch(read("steps.js"), -1) {
-		used[m[1]] = "steps.js (a story's title, intro or caption)"
+	for _, f := range []string{"steps.js", "frozen.js"} {
+		for _, m := range story.FindAllStringSubmatch(read(f), -1) {
+			used[m[1]] = f + " (a story's title, intro or caption)"
+		}
 	}
 	if len(used) < 100 {
 		t.Fatalf("found only %d keys the page uses: the search is broken", len(used))

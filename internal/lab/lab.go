@@ -76,7 +76,14 @@ type Config struct {
 	// not undo on this stack (the local cluster's commands); nil: the page
 	// names the node and what is left, without the how.
 	FixByHand func(*scenario.NotUndone) string
-	Log       *slog.Logger
+	// Freezer, when set, makes what freezes and thaws the stack's
+	// processes (the local cluster's): the lessons that freeze a replica.
+	// nil: the page does not offer them, and says why.
+	Freezer func(context.Context) (Freezer, error)
+	// FreezeBound is the longest a lesson keeps a replica frozen (0:
+	// FreezeBound).
+	FreezeBound time.Duration
+	Log         *slog.Logger
 }
 
 // Fix is a fault a cell or a run left in place: the node, what is left
@@ -130,7 +137,8 @@ type Lab struct {
 	stack *stack
 	found *replicaFinder
 
-	cells cells
+	cells  cells
+	frozen frozen // the replicas a lesson froze
 
 	rev atomic.Int64 // stamps what the lab says of its runs and cells (summary.Rev)
 
@@ -167,6 +175,7 @@ func (l *Lab) Close() {
 		cancel()
 		<-done
 	}
+	l.thawAll()
 	l.stack.close()
 	l.closeCells()
 	l.hub.close() // every page's stream ends: a server stopping waits for none
@@ -227,6 +236,8 @@ func (l *Lab) Handler() http.Handler {
 	mux.HandleFunc("DELETE /lab/api/lesson/{replica}/steps/{id}", l.lessonStep)
 	mux.HandleFunc("POST /lab/api/lesson/{replica}/steps/{id}/{do}", l.lessonStep)
 	mux.HandleFunc("GET /lab/api/lesson/store", l.lessonStore)
+	mux.HandleFunc("POST /lab/api/lesson/{replica}/freeze", l.lessonFreeze)
+	mux.HandleFunc("POST /lab/api/lesson/{replica}/thaw", l.lessonThaw)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such page: "+r.URL.Path)
 	})
@@ -256,9 +267,12 @@ func (l *Lab) page(w http.ResponseWriter, r *http.Request) {
 }
 
 // config is what the page needs to draw its form: the versions and waits,
-// the limits, and whether a token is needed.
+// the limits, whether a token is needed, and whether a lesson may freeze a
+// replica here (why not, and the command that starts a stack where it may).
 func (l *Lab) config(w http.ResponseWriter, r *http.Request) {
+	_, why := l.freezer(r.Context())
 	writeJSON(w, http.StatusOK, map[string]any{
+		"freeze":   map[string]any{"available": why == "", "why": why, "command": freezeCommand, "bound_ms": l.freezeBound().Milliseconds()},
 		"versions": versions.All, "waits": versions.Waits, "showcase": versions.Showcase, "replicas": l.found.find(r.Context()),
 		"token_required": l.cfg.Token != "",
 		"limits":         map[string]int{"requests": MaxRequests, "concurrency": MaxConcurrency, "stock": MaxStock},

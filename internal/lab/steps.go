@@ -79,6 +79,20 @@ func (l *Lab) lessonStart(w http.ResponseWriter, r *http.Request) {
 // lessonStep passes a step call (GET the state, POST next, end, crash,
 // pause or resume, DELETE: reset) to the replica the path names.
 func (l *Lab) lessonStep(w http.ResponseWriter, r *http.Request) {
+	if name := r.PathValue("replica"); l.isFrozen(name) { // it would answer nothing until thawed
+		if r.Method != http.MethodDelete {
+			writeError(w, http.StatusConflict, "frozen", "replica "+name+" is frozen by the lesson: thaw it first")
+			return
+		}
+		// The reset, or the page leaving: thawed first, whatever the page
+		// asked before (its thaw may be lost as it goes).
+		if f, _ := l.freezer(r.Context()); f != nil {
+			if err := l.thaw(f, name, "the reset"); err != nil {
+				writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "could not thaw "+name+": "+err.Error())
+				return
+			}
+		}
+	}
 	path := "steps/" + url.PathEscape(r.PathValue("id"))
 	switch do := r.PathValue("do"); do {
 	case "":
@@ -91,12 +105,12 @@ func (l *Lab) lessonStep(w http.ResponseWriter, r *http.Request) {
 	l.pass(w, r, r.PathValue("replica"), r.Method, path, "", nil, 0)
 }
 
-// lessonStore is what the store holds now, read by the first replica
-// (every replica reads the same store); ?lock=NAME, passed on, adds the
-// lock a lock service keeps (etcd, ZooKeeper, MariaDB), which the replica
-// reads and checks.
+// lessonStore is what the store holds now, read by the first replica not
+// frozen (every replica reads the same store); ?lock=NAME, passed on, adds
+// the lock a lock service keeps (etcd, ZooKeeper, MariaDB), which the
+// replica reads and checks.
 func (l *Lab) lessonStore(w http.ResponseWriter, r *http.Request) {
-	replicas := l.found.find(r.Context())
+	replicas := slices.DeleteFunc(slices.Clone(l.found.find(r.Context())), l.isFrozen)
 	if len(replicas) == 0 {
 		writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "no replica is running")
 		return

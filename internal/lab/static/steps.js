@@ -186,7 +186,7 @@ function initSteps() {
     $("#lane-" + w + " .end").onclick = () => act(w, "end").catch(stepError);
   }
   window.addEventListener("hashchange", route);
-  window.addEventListener("pagehide", () => { for (const w of lanes) cancelSale(w, true); });
+  window.addEventListener("pagehide", () => { thawAll(true); for (const w of lanes) cancelSale(w, true); });
   route();
   drawSteps();
 }
@@ -237,8 +237,10 @@ async function startSales(lock, fence, p) {
 // resetSales cancels both sales (each releases a lock it holds) and clears
 // the lanes; keep keeps the chosen preset.
 async function resetSales(keep) {
+  await thawAll(); // a frozen replica answers nothing: thawed first (the lab's DELETE thaws it too)
   await Promise.all(lanes.map((w) => cancelSale(w)));
   steps.sales = {};
+  steps.froze = "";
   steps.marks = {};
   if (!keep) steps.preset = null;
   steps.at = 0;
@@ -292,6 +294,12 @@ async function presetNext() {
   if (!st) return;
   if (st.do === "wait") {
     if (waiting(st)) return; // the button is disabled until then
+  } else if (st.do === "freeze" || st.do === "thaw") {
+    await freezeLane(st.who, st.do);
+  } else if (st.do === "to") {
+    const before = steps.sales[st.who].s.done.length;
+    await takeLock(st.who);
+    if (st.mark) steps.marks[st.who + ":" + markedStep(st, before)] = st.mark;
   } else {
     const before = steps.sales[st.who].s.done.length;
     await act(st.who, st.do);
@@ -306,6 +314,7 @@ async function presetNext() {
   }
   steps.at++;
   steps.waitFrom = Date.now();
+  if (steps.at >= p.steps.length) await thawAll(); // the story's end: nothing left frozen
   drawSteps();
 }
 
@@ -343,7 +352,7 @@ function tick() {
   if (!steps.sales.A) return;
   Promise.all([readStore(), ...lanes.map(async (w) => {
     const s = steps.sales[w];
-    if (!s || (s.s.state === "done" && !s.s.left) || steps.busy) return;
+    if (!s || (s.s.state === "done" && !s.s.left) || steps.busy || s.frozen) return; // a frozen replica answers nothing
     const acts = s.acts;
     const st = await api("GET", "/lab/api/lesson/" + encodeURIComponent(s.replica) + "/steps/" + encodeURIComponent(s.id));
     // A step taken meanwhile answered a newer state: this read is older.
@@ -365,7 +374,16 @@ async function readStore() {
   steps.storeAt = performance.now();
 }
 
-function storeLock() { return steps.store && steps.store.lock; }
+// storeLock is the lock's holder now: the Redis lock key, or the holding
+// entry of the lock a lock service keeps (etcd's key, ZooKeeper's node,
+// MariaDB's connection: queue.js draws the whole queue).
+function storeLock() {
+  if (!steps.store) return null;
+  const q = steps.store.queue;
+  if (!q) return steps.store.lock;
+  const h = (q.entries || []).find((e) => e.holds);
+  return h ? { key: h.key, owner: h.owner || h.conn || h.key, pttl_ms: h.pttl_ms == null ? -1 : h.pttl_ms } : null;
+}
 
 // ownerOf names the sale whose id is owner: the one whose lock commands
 // carry it ("" when neither's do).
@@ -373,7 +391,8 @@ function ownerOf(owner) {
   if (!owner) return "";
   for (const w of lanes) {
     const s = steps.sales[w];
-    if (s && s.s.done.concat(s.s.next ? [s.s.next] : []).some((d) => d.phase === "acquire" && d.command.includes(owner))) return w;
+    // db-getlock's owner is its connection: its id, asked before GET_LOCK.
+    if (s && s.s.done.concat(s.s.next ? [s.s.next] : []).some((d) => d.phase === "acquire" && (d.command.includes(owner) || /^SELECT CONNECTION_ID\(\)/.test(d.command) && d.reply === owner))) return w;
   }
   return "";
 }
@@ -421,6 +440,7 @@ function judge() {
     // Only a lock the other took after this one's: a crashed holder's
     // lease ran out before the other took the lock and released its own.
     const mine = x.done.find(granted);
+    if (((y.result || {}).reply || {}).code === "lock_timeout") continue; // the other never held it
     if (y.crashed || !mine || !(new Date(mine.end) < new Date(got.end))) continue;
     if (rel.reply === "1") out.push({ bad: true, text: t("judge.deleted", { X, Y }) });
     if (rel.reply === "0") out.push({ bad: false, text: t("judge.survived", { X, Y }) });
@@ -432,6 +452,7 @@ function judge() {
     if (!x.done.some((d) => d.phase === "background" && d.reply === "0")) continue;
     out.push({ bad: Boolean(r.sold), text: t(r.sold ? "judge.pausedWrote" : "judge.pausedRefused", { X, Y }) });
   }
+  judgeFrozen(out);
   for (const [r, X] of [[ra, "A"], [rb, "B"]]) {
     if (r.code === "fenced") out.push({ bad: false, text: t("judge.fenced", { X }) });
   }
@@ -465,12 +486,15 @@ function drawSteps() {
   next.hidden = !p;
   if (p) {
     const wait = waiting(st);
-    next.disabled = steps.busy || (Boolean(steps.sales.A) && !st) || wait;
-    next.textContent = !steps.sales.A ? t(p.solo ? "steps.startSolo" : "steps.startBoth")
+    const noFreeze = Boolean(p.freeze) && !canFreeze(); // the Compose stack: no replica to SIGSTOP
+    next.disabled = steps.busy || (Boolean(steps.sales.A) && !st) || wait || noFreeze;
+    next.textContent = noFreeze ? t("steps.noFreeze", { command: state.config.freeze ? state.config.freeze.command : "make up" })
+      : !steps.sales.A ? t(p.solo ? "steps.startSolo" : "steps.startBoth")
       : !st ? t("steps.theEnd") : st.do === "wait" ? (wait ? (st.ms ? t("steps.waitingFor", { s: Math.ceil((st.ms - (Date.now() - steps.waitFrom)) / 1000) }) : t("steps.waitingLease"))
         : storeLock() ? t("steps.nextPassed", { s: st.ms / 1000 }) : t("steps.nextLeaseOut"))
       : t(st.do === "end" ? "steps.nextEnd" : st.do === "crash" ? "steps.nextCrash" : st.do === "pause" ? "steps.nextPause"
-        : st.do === "resume" ? "steps.nextResume" : "steps.nextStep", { who: st.who });
+        : st.do === "resume" ? "steps.nextResume" : st.do === "freeze" ? "steps.nextFreeze" : st.do === "thaw" ? "steps.nextThaw"
+          : st.do === "to" ? "steps.nextTo" : "steps.nextStep", { who: st.who });
     $("#steps-caption").textContent = !steps.sales.A ? t(p.intro) : st ? t("steps.stepOf", { n: steps.at + 1, of: p.steps.length }) + t(st.caption)
       : t(p.steps[p.steps.length - 1].caption);
   } else $("#steps-caption").textContent = t("steps.pick");
@@ -491,7 +515,8 @@ function drawLane(w) {
   const lane = $("#lane-" + w);
   lane.dataset.state = s ? s.s.state : "";
   lane.dataset.paused = String(Boolean(s && s.s.paused));
-  lane.querySelector(".who").textContent = s ? t("steps.on", { replica: s.replica }) + " · " + s.lock + (s.fence ? t("steps.fenced") : "") + " · " + t("steps.state." + (s.s.paused ? "paused" : s.s.state)) : t("steps.notStarted");
+  lane.dataset.frozen = String(Boolean(s && s.frozen));
+  lane.querySelector(".who").textContent = s ? t("steps.on", { replica: s.replica }) + " · " + s.lock + (s.fence ? t("steps.fenced") : "") + " · " + t("steps.state." + (s.frozen ? "frozen" : s.s.paused ? "paused" : s.s.state)) : t("steps.notStarted");
   const list = lane.querySelector("ol");
   const items = s ? runs(s.s.done).map((g) => stepItem(g[0], g.map((d) => steps.marks[w + ":" + d.n]).find(Boolean), false, g)) : [];
   // What a paused sale's background goroutines wait to send (v8's watchdog).
@@ -512,8 +537,8 @@ function drawLane(w) {
   }
   list.replaceChildren(...items);
   const stopped = s && s.s.state === "stopped";
-  lane.querySelector(".next").disabled = !stopped || steps.busy || s.s.paused;
-  lane.querySelector(".end").disabled = !s || s.s.state === "done" || steps.busy || s.s.paused;
+  lane.querySelector(".next").disabled = !stopped || steps.busy || s.s.paused || s.frozen;
+  lane.querySelector(".end").disabled = !s || s.s.state === "done" || steps.busy || s.s.paused || s.frozen;
 }
 
 // runs groups the steps a waiter repeats (the same command, the same reply:
@@ -567,15 +592,22 @@ function drawStore() {
   if (!s) { box.replaceChildren(el("p", { className: "why", text: t("store.before") })); return; }
   const lock = s.lock;
   const who = lock ? ownerOf(lock.owner) : "";
-  box.dataset.owner = who;
-  const ttl = lock ? (lock.pttl_ms < 0 ? t("store.noExpiry") : t("store.left", { s: (lock.pttl_ms / 1000).toFixed(1) })) : "";
+  // Who holds it now: the Redis key's owner, or the holding entry of the
+  // lock a lock service keeps (queueWho names it as its line does).
+  const held = s.queue && (s.queue.entries || []).find((e) => e.holds);
+  box.dataset.owner = s.queue ? (held ? queueWho(held) : "") : who;
+  // ZooKeeper's node goes with its session, MariaDB's lock with its
+  // connection: neither has a lease of its own to count down.
+  const ttl = !lock ? "" : lock.type === "zk" ? t("store.session") : lock.type === "db-getlock" ? t("store.connection")
+    : lock.pttl_ms < 0 ? t("store.noExpiry") : t("store.left", { s: (lock.pttl_ms / 1000).toFixed(1) });
+  const own = { etcd: "store.noLockEtcd", zk: "store.noLockZk", "db-getlock": "store.noLockDb" }[(Object.values(steps.sales)[0] || {}).lock];
   const bar = el("div", { className: "bar" }, el("span"));
   bar.firstChild.style.width = lock && lock.pttl_ms > 0 ? Math.min(100, lock.pttl_ms / 100) + "%" : "0";
   box.replaceChildren(...[
     el("div", { className: "stock" }, el("small", { text: s.stock_key }), el("b", { text: s.stock == null ? t("store.noStock") : s.stock })),
     el("div", { className: "lock", "data-held": String(Boolean(lock)) },
       el("small", { text: t("store.lock") }),
-      el("b", { text: lock ? t("store.heldBy", { who: who || t("store.another") }) : t("store.noLock") }),
+      el("b", { text: lock ? t("store.heldBy", { who: who || t("store.another") }) : t(own || "store.noLock") }),
       lock ? el("code", { text: lock.owner.slice(0, 13) + "…" }) : null,
       // A hash lock (v7, v8): its field is the owner, its value the holds.
       lock && lock.type === "hash" ? el("span", { className: "count", "data-count": lock.count,
