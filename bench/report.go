@@ -84,8 +84,11 @@ func busyBound(row Row) float64 {
 
 // tripsLimit is a handed-off row's most round trips per sale.
 func tripsLimit(row Row) float64 {
-	if row.Lock == "v7" || row.Lock == "v8" {
+	switch row.Lock {
+	case "v7", "v8":
 		return handoffTrips + nestedTrips
+	case "v5":
+		return handoffTrips + 1 // its release GETs the owner first
 	}
 	return handoffTrips
 }
