@@ -61,6 +61,9 @@ type Side struct {
 	CommandsPerSale   float64 `json:"commands_per_sale"`
 	RoundTripsPerSale float64 `json:"round_trips_per_sale"`
 	Trips             bool    `json:"round_trips_counted"`
+	// RoundTrip is a Redis round trip measured during the side's runs, µs
+	// (Row.RoundTrip).
+	RoundTrip float64 `json:"round_trip_us,omitempty"`
 }
 
 // countsTrips says whether the replicas' round-trip counter (a go-redis
@@ -101,7 +104,7 @@ func (b *bench) compare(ctx context.Context) error {
 	}
 	totals := make([]counters, len(c.Sides))
 	sold := make([]int, len(c.Sides))
-	p50s, p99s := make([][]float64, len(c.Sides)), make([][]float64, len(c.Sides))
+	p50s, p99s, rtts := make([][]float64, len(c.Sides)), make([][]float64, len(c.Sides)), make([][]float64, len(c.Sides))
 	for round := range c.Rounds {
 		for i := range c.Sides {
 			s := &c.Sides[i]
@@ -110,7 +113,7 @@ func (b *bench) compare(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			res, _, err := b.throughNginx(ctx, row)
+			res, _, rtt, err := b.throughNginx(ctx, row)
 			if err != nil {
 				return fmt.Errorf("comparison: %w", err)
 			}
@@ -121,6 +124,9 @@ func (b *bench) compare(ctx context.Context) error {
 			totals[i] = totals[i].plus(end.minus(start))
 			sold[i] += res.Sold
 			s.Each = append(s.Each, res.SalesPerSec)
+			if rtt > 0 {
+				rtts[i] = append(rtts[i], rtt)
+			}
 			p50s[i], p99s[i] = append(p50s[i], res.Latency.P50), append(p99s[i], res.Latency.P99)
 			s.Max = max(s.Max, res.Latency.Max)
 			s.Failed += res.NotServed()
@@ -136,6 +142,9 @@ func (b *bench) compare(ctx context.Context) error {
 	for i := range c.Sides {
 		s := &c.Sides[i]
 		s.Sales, s.P50, s.P99 = median(slices.Clone(s.Each)), median(p50s[i]), median(p99s[i])
+		if len(rtts[i]) > 0 {
+			s.RoundTrip = median(rtts[i])
+		}
 		if sold[i] > 0 {
 			s.CommandsPerSale = float64(totals[i].commands) / float64(sold[i])
 			s.RoundTripsPerSale = totals[i].trips / float64(sold[i])
@@ -194,8 +203,8 @@ func comparisonMarkdown(b *strings.Builder, r *Report) {
 		return
 	}
 	fmt.Fprintf(b, "\n### Against the libraries people use\n\nThe same stack, the same load (c=%d, stock that never runs out), %d interleaved rounds of %.0f s: round 1 of every side, then round 2 of every side, and so on; figures are the medians of the rounds (max: the highest).\n\n", r.Concurrency, c.Rounds, c.Seconds)
-	b.WriteString("| `-lock` | `-wait` | library | sales/s | p50 ms | p99 ms | max ms | not served | commands in Redis / sale | round trips / sale |\n")
-	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| `-lock` | `-wait` | library | sales/s | p50 ms | p99 ms | max ms | not served | commands in Redis / sale | round trips / sale | Redis round trip, µs |\n")
+	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range c.Sides {
 		lib, trips := "ours", fmt.Sprintf("%.1f", s.RoundTripsPerSale)
 		if s.Library != "" {
@@ -208,7 +217,7 @@ func comparisonMarkdown(b *strings.Builder, r *Report) {
 		if s.TooLittle != "" {
 			lock += " (TESTED TOO LITTLE: " + s.TooLittle + ")"
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %.0f | %.1f | %.1f | %.1f | %d | %.1f | %s |\n", lock, dash(s.Wait), lib, s.Sales, s.P50, s.P99, s.Max, s.Failed, s.CommandsPerSale, trips)
+		fmt.Fprintf(b, "| %s | %s | %s | %.0f | %.1f | %.1f | %.1f | %d | %.1f | %s | %s |\n", lock, dash(s.Wait), lib, s.Sales, s.P50, s.P99, s.Max, s.Failed, s.CommandsPerSale, trips, micros(s.RoundTrip))
 	}
 	b.WriteString("\n")
 	for _, t := range r.Targets {
@@ -261,7 +270,7 @@ func writeComparison(w io.Writer, r *Report) {
 	}
 	fmt.Fprintf(w, "against the libraries (%d interleaved rounds of %.0f s, c=%d):\n", c.Rounds, c.Seconds, r.Concurrency)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "lock\twait\tsales/s\tp50 ms\tp99 ms\tmax ms\tnot served\tcmds/sale\ttrips/sale\tlibrary\t")
+	fmt.Fprintln(tw, "lock\twait\tsales/s\tp50 ms\tp99 ms\tmax ms\tnot served\tcmds/sale\ttrips/sale\tRedis RTT us\tlibrary\t")
 	for _, s := range c.Sides {
 		lib, trips := "ours", fmt.Sprintf("%.1f", s.RoundTripsPerSale)
 		if s.Library != "" {
@@ -274,7 +283,7 @@ func writeComparison(w io.Writer, r *Report) {
 		if s.TooLittle != "" {
 			lock += " (TESTED TOO LITTLE: " + s.TooLittle + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%s\t%s\t\n", lock, dash(s.Wait), s.Sales, s.P50, s.P99, s.Max, s.Failed, s.CommandsPerSale, trips, lib)
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%s\t%s\t%s\t\n", lock, dash(s.Wait), s.Sales, s.P50, s.P99, s.Max, s.Failed, s.CommandsPerSale, trips, micros(s.RoundTrip), lib)
 	}
 	tw.Flush()
 	for _, line := range c.beaten() {

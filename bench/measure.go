@@ -224,14 +224,14 @@ func (b *bench) row(ctx context.Context, i int) error {
 		return err
 	}
 	var total counters
-	var sales, p50s, p99s []float64
+	var sales, p50s, p99s, rtts []float64
 	sold := 0
 	for round := range b.o.rounds {
 		start, err := b.counts(ctx, *r)
 		if err != nil {
 			return err
 		}
-		res, reference, err := b.throughNginx(ctx, *r)
+		res, reference, rtt, err := b.throughNginx(ctx, *r)
 		if err != nil {
 			return err
 		}
@@ -249,6 +249,9 @@ func (b *bench) row(ctx context.Context, i int) error {
 		}
 		before = after
 		sales, p50s, p99s = append(sales, res.SalesPerSec), append(p50s, res.Latency.P50), append(p99s, res.Latency.P99)
+		if rtt > 0 {
+			rtts = append(rtts, rtt)
+		}
 		r.Rounds = append(r.Rounds, res.SalesPerSec/reference)
 		sold, r.Failed = sold+res.Sold, r.Failed+res.NotServed()
 		b.say("%s %s round %d: %.0f sales/s through nginx, %.2f x its %s ceiling (%.0f)", r.Lock, r.Wait, round+1, res.SalesPerSec,
@@ -266,6 +269,9 @@ func (b *bench) row(ctx context.Context, i int) error {
 	r.OwnVsSerial = r.Own / r.Serial
 	b.serials = append(b.serials, serial...)
 	r.Sales, r.P50, r.P99 = median(sales), median(p50s), median(p99s)
+	if len(rtts) > 0 {
+		r.RoundTrip = median(rtts)
+	}
 	if r.HoldNginx > 0 && r.Sales > 0 {
 		r.Handover = 1e6/r.Sales - r.HoldNginx
 		r.Busy, r.Bound = r.HoldNginx*r.Sales/1e6, 1e6/r.HoldNginx/r.Own
@@ -275,8 +281,8 @@ func (b *bench) row(ctx context.Context, i int) error {
 	}
 	r.Ratio, r.RatioOf = median(slices.Clone(r.Rounds)), refName(r.Lock)
 	r.RatioMin, r.RatioMax = slices.Min(r.Rounds), slices.Max(r.Rounds)
-	b.say("%s %s: own ceiling %.0f sales/s (%.2f x serial %.0f); through nginx %.0f sales/s, p99 %.1f ms: %.2f x %s ceiling (rounds %.2f-%.2f); lock held %.0f us serially, %.0f us through nginx, handed over in %.0f us (lock busy %.2f of the time; with no hand-over the ratio could reach %.2f); per sale %.1f round trips to Redis, %.1f commands run in it, %.1f lock attempts",
-		r.Lock, r.Wait, r.Own, r.OwnVsSerial, r.Serial, r.Sales, r.P99, r.Ratio, r.RatioOf, r.RatioMin, r.RatioMax, r.HoldOwn, r.HoldNginx, r.Handover, r.Busy, r.Bound,
+	b.say("%s %s: own ceiling %.0f sales/s (%.2f x serial %.0f); through nginx %.0f sales/s, p99 %.1f ms: %.2f x %s ceiling (rounds %.2f-%.2f); lock held %.0f us serially, %.0f us through nginx, handed over in %.0f us, a Redis round trip %.0f us meanwhile (lock busy %.2f of the time; with no hand-over the ratio could reach %.2f); per sale %.1f round trips to Redis, %.1f commands run in it, %.1f lock attempts",
+		r.Lock, r.Wait, r.Own, r.OwnVsSerial, r.Serial, r.Sales, r.P99, r.Ratio, r.RatioOf, r.RatioMin, r.RatioMax, r.HoldOwn, r.HoldNginx, r.Handover, r.RoundTrip, r.Busy, r.Bound,
 		r.RoundTripsPerSale, r.CommandsPerSale, r.AttemptsPerSale)
 	return nil
 }

@@ -10,33 +10,37 @@ import (
 )
 
 // throughNginx runs r's version through nginx for the bench's duration, with
-// stock that never runs out; around atomic's run it also measures the nginx
-// ceiling (half before, half after) and returns it (0 for the others).
-func (b *bench) throughNginx(ctx context.Context, r Row) (loadtest.Result, float64, error) {
+// stock that never runs out, and returns the median Redis round trip
+// measured during it (µs, probeRoundTrips); around atomic's run it also
+// measures the nginx ceiling (half before, half after) and returns it (0 for
+// the others).
+func (b *bench) throughNginx(ctx context.Context, r Row) (res loadtest.Result, ceiling, rtt float64, err error) {
 	var before loadtest.Result
 	if r.Lock == "atomic" {
 		var err error
 		if before, err = b.nginx(ctx, b.o.duration/2); err != nil {
-			return loadtest.Result{}, 0, err
+			return loadtest.Result{}, 0, 0, err
 		}
 	}
-	res, err := loadtest.Run(ctx, loadtest.Config{URL: b.o.url, Requests: 1 << 30, Concurrency: b.o.concurrency, Stock: benchStock,
+	probe := b.probeRoundTrips(ctx)
+	res, err = loadtest.Run(ctx, loadtest.Config{URL: b.o.url, Requests: 1 << 30, Concurrency: b.o.concurrency, Stock: benchStock,
 		Duration: b.o.duration, Wait: r.query(), Client: b.client.Client, NoCheck: true}, r.Lock)
+	rtt = probe()
 	if err != nil {
-		return res, 0, fmt.Errorf("%s (%s) through nginx: %w", r.Lock, r.Wait, err)
+		return res, 0, rtt, fmt.Errorf("%s (%s) through nginx: %w", r.Lock, r.Wait, err)
 	}
 	if r.Lock != "atomic" {
-		return res, 0, nil
+		return res, 0, rtt, nil
 	}
 	after, err := b.nginx(ctx, b.o.duration/2)
 	if err != nil {
-		return res, 0, err
+		return res, 0, rtt, err
 	}
-	ceiling := float64(before.Requests+after.Requests) / (before.Seconds + after.Seconds)
+	ceiling = float64(before.Requests+after.Requests) / (before.Seconds + after.Seconds)
 	b.nginxRounds = append(b.nginxRounds, ceiling)
 	b.rep.Nginx = median(slices.Clone(b.nginxRounds))
 	b.say("nginx ceiling (GET /healthz, c=%d, before and after atomic): %.0f requests/s", b.o.concurrency, ceiling)
-	return res, ceiling, nil
+	return res, ceiling, rtt, nil
 }
 
 // nginx is the nginx ceiling: GET /healthz through nginx for d.

@@ -11,14 +11,15 @@ func TestCheckTargets(t *testing.T) {
 	rep := &Report{
 		Nginx: 10000,
 		Rows: []Row{
-			{Lock: "v6", Wait: "poll", P99: 240, Ratio: 0.20, RatioOf: "own"},                                         // above the 0.15 floor
-			{Lock: "v7", Wait: "poll", P99: 300, Ratio: 0.10, RatioOf: "own"},                                         // below it
-			{Lock: "redlock", Wait: "poll", P99: 600, Ratio: 0.30, RatioOf: "own"},                                    // above 0.25
-			{Lock: "atomic", P99: 20, Ratio: 0.5, RatioOf: "nginx"},                                                   // below 0.6
-			{Lock: "v6", Wait: "notify", P99: 79, Ratio: 0.25, RatioOf: "own"},                                        // below 0.3
-			{Lock: "v6", Wait: "handoff", P99: 40, Ratio: 0.55, RatioOf: "own", RoundTripsPerSale: 6.004, Busy: 0.82}, // all met
-			{Lock: "v7", Wait: "handoff", P99: 70, Ratio: 0.39, RatioOf: "own", RoundTripsPerSale: 7.5, Busy: 0.79},   // 0.39 < 0.4, busy < 0.8, 70/300 > 1/5, 7.5 <= 8
-			{Lock: "v8", Wait: "handoff", P99: 10, Ratio: 0.6, RatioOf: "own", RoundTripsPerSale: 8.5, Busy: 0.9},     // no poll row to compare; 8.5 > 8
+			{Lock: "v6", Wait: "poll", P99: 240, Ratio: 0.20, RatioOf: "own"},      // above the 0.15 floor
+			{Lock: "v7", Wait: "poll", P99: 300, Ratio: 0.10, RatioOf: "own"},      // below it
+			{Lock: "redlock", Wait: "poll", P99: 600, Ratio: 0.30, RatioOf: "own"}, // above 0.25
+			{Lock: "atomic", P99: 20, Ratio: 0.5, RatioOf: "nginx"},                // below 0.6
+			{Lock: "v6", Wait: "notify", P99: 79, Ratio: 0.25, RatioOf: "own"},     // below 0.3
+			// The hand-off rows' busy bound is hold / (hold + round trip): 0.80, 0.83, 0.91.
+			{Lock: "v6", Wait: "handoff", P99: 40, Ratio: 0.55, RatioOf: "own", RoundTripsPerSale: 5.004, Busy: 0.82, HoldNginx: 200, RoundTrip: 50}, // all met
+			{Lock: "v7", Wait: "handoff", P99: 70, Ratio: 0.39, RatioOf: "own", RoundTripsPerSale: 6.5, Busy: 0.79, HoldNginx: 300, RoundTrip: 60},   // 0.39 < 0.4, busy < 0.83, 70/300 > 1/5, 6.5 <= 7
+			{Lock: "v8", Wait: "handoff", P99: 10, Ratio: 0.6, RatioOf: "own", RoundTripsPerSale: 7.5, Busy: 0.95, HoldNginx: 300, RoundTrip: 30},    // no poll row to compare; 7.5 > 7
 		},
 		Default:  []DefaultRun{{Lock: "v6", Wait: "poll"}, {Lock: "v8", Wait: "notify", Failed: 3}},
 		MemoryMB: map[string]float64{"inventory-1": 21, "inventory-2": 55},

@@ -46,6 +46,11 @@ type Row struct {
 	// (1/Sales - HoldNginx): the lock passing from one holder to the next,
 	// which polling pays with the wait for the next waiter's attempt.
 	Handover float64 `json:"handover_us,omitempty"`
+	// RoundTrip is a Redis round trip (a PING from the bench to the locks'
+	// node), µs, measured during the row's runs through nginx: the median
+	// of the rounds' medians. A hand-over of one round trip takes about
+	// this long.
+	RoundTrip float64 `json:"round_trip_us,omitempty"`
 	// Busy is the share of the time through nginx that the lock was held
 	// (HoldNginx x Sales): what a wait controls, since the rest is the
 	// hand-over. Bound is the most Ratio could be with no hand-over at all

@@ -34,7 +34,9 @@ type Sale struct {
 // Held reports whether the sale held the lock, and over which interval: the
 // time its holder believed it held the lock, from the acquire's reply to
 // sending its release (or, with no release recorded, the end of the
-// request). For a correct lock two such intervals never overlap: the next
+// request). A hand-off's claim that carried the sale's read (lease.Rider)
+// counts from sending that round trip: the grant was the holder's already.
+// For a correct lock two such intervals never overlap: the next
 // grant is made only after the release reached Redis, and answered after
 // that. Measured to the release's reply instead, they would overlap by up to
 // one round trip for every lock.

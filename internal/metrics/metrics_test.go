@@ -11,6 +11,7 @@ import (
 	"github.com/locklab/locklab/internal/metrics"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/locklab/locklab/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // Every command is one round trip, and so is a pipeline, whatever it holds;
@@ -23,6 +24,12 @@ func TestRoundTrips(t *testing.T) {
 	rdb.AddHook(mx.RoundTrips(srv.Addr))
 	ctx := context.Background()
 	if err := rdb.Ping(ctx).Err(); err != nil { // the connection's own set-up is counted too: done first
+		t.Fatal(err)
+	}
+	// And a pipeline's connection's (go-redis keeps pipelines' connections
+	// apart, with their own buffers): its HELLO once made an uncounted
+	// pipeline look counted.
+	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error { p.Ping(ctx); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	before := trips(t, mx, srv.Addr)

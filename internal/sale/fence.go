@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/locklab/locklab/internal/chaos"
-	"github.com/locklab/locklab/internal/lease"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -18,7 +17,7 @@ type fencing struct {
 	key   string
 }
 
-// fence is l's fencing under m, or nil when the sale is not fenced. A fenced
+// fence is the fencing of a hold with token under m, or nil when the sale is not fenced. A fenced
 // sale whose lease has no token is ErrNoToken: it is never run unfenced.
 //
 // With the fence switched off (chaos.Off.Fence) the sale still sends its
@@ -26,19 +25,19 @@ type fencing struct {
 // its owner): the check is there, compared with no other holder's token.
 // A sale that went on without the lock (chaos.Off.Lock) has no token and
 // runs unfenced.
-func (s *Service) fence(ctx context.Context, m Method, l lease.Lease, owner string) (*fencing, error) {
+func (s *Service) fence(ctx context.Context, m Method, token int64, owner string) (*fencing, error) {
 	off := chaos.From(ctx).Off
 	switch {
 	case m.Fence == "":
 		return nil, nil
-	case off.Lock && l.Token() == 0:
+	case off.Lock && token == 0:
 		return nil, nil
-	case l.Token() <= 0:
-		return nil, fmt.Errorf("%w (%s, token %d)", ErrNoToken, m.Name, l.Token())
+	case token <= 0:
+		return nil, fmt.Errorf("%w (%s, token %d)", ErrNoToken, m.Name, token)
 	case off.Fence:
-		return &fencing{token: l.Token(), owner: owner, key: s.key + ":fence:off:" + owner}, nil
+		return &fencing{token: token, owner: owner, key: s.key + ":fence:off:" + owner}, nil
 	}
-	return &fencing{token: l.Token(), owner: owner, key: FenceKey(s.key, m.Fence)}, nil
+	return &fencing{token: token, owner: owner, key: FenceKey(s.key, m.Fence)}, nil
 }
 
 //go:embed fenced.lua

@@ -37,7 +37,7 @@ func TestFencingHoldsInEveryOrder(t *testing.T) {
 				}
 				var err error
 				if step[1] == 'r' {
-					read[h], err = s.read(ctx, f)
+					read[h], err = s.read(ctx, f, nil)
 				} else if err = s.write(ctx, read[h]-1, f); err == nil {
 					sold++
 				}
@@ -89,7 +89,7 @@ func TestFencingOwnersAndDomains(t *testing.T) {
 		{at(7, "B", "redlock"), false},
 		{at(6, "A", "redlock"), true}, // older now
 	} {
-		_, err := s.read(ctx, tc.f)
+		_, err := s.read(ctx, tc.f, nil)
 		if refused := errors.Is(err, ErrFenced); refused != tc.refused || (err != nil && !refused) {
 			t.Fatalf("step %d (%s): err %v, want refused %v", i, fmt.Sprint(*tc.f), err, tc.refused)
 		}

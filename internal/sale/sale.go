@@ -219,16 +219,20 @@ func (s *Service) sell(ctx context.Context, m Method, tr *Trace) (res Result, er
 	}
 	if m.Lock == nil {
 		step.Phase(ctx, step.Stock)
-		return s.readCheckWrite(ctx, nil, nil, tr)
+		return s.readCheckWrite(ctx, nil, nil, tr, nil)
 	}
 	tr.Owner = uuid.NewString() + ":" + strconv.FormatInt(goid.Get(), 10)
 	step.Owner(ctx, tr.Owner)
 	step.Phase(ctx, step.Acquire)
-	l, err := s.acquire(ctx, m, tr.Owner)
+	first := s.rider(ctx, m, tr.Owner)
+	l, err := s.acquire(first.context(ctx), m, tr.Owner)
 	if err != nil {
 		return Result{}, err
 	}
 	tr.Obtained, tr.Token = time.Now(), l.Token()
+	if sent, ok := first.rode(); ok {
+		tr.Obtained = sent // the hold began with the claim its read rode with
+	}
 	// From here on the sale is a holder: it finishes whatever the caller
 	// does (a client gone, a replica shutting down), so that it never stops
 	// between its write and its release, and the write's outcome is known.
@@ -255,14 +259,14 @@ func (s *Service) sell(ctx context.Context, m Method, tr *Trace) (res Result, er
 		l = nested(inner, l)
 	}
 	step.Phase(ctx, step.Stock)
-	f, err := s.fence(ctx, m, l, tr.Owner)
+	f, err := s.fence(ctx, m, l.Token(), tr.Owner)
 	if err != nil {
 		return Result{}, err
 	}
 	if f != nil && chaos.From(ctx).Off.Fence {
 		defer s.rdb.Del(context.WithoutCancel(ctx), f.key) // its own domain: nobody else's
 	}
-	return s.readCheckWrite(ctx, l, f, tr)
+	return s.readCheckWrite(ctx, l, f, tr, first)
 }
 
 // acquire waits for m's lock at most acquireTimeout (a stepped sale: of its
@@ -364,9 +368,9 @@ func nested(inner, outer lease.Lease) lease.Lease {
 // l is the lease it runs under (nil: none). A lease known lost stops it
 // before the write. With fencing, the read and the write are both the fenced
 // script: refused once a newer holder has touched the stock.
-func (s *Service) readCheckWrite(ctx context.Context, l lease.Lease, f *fencing, tr *Trace) (Result, error) {
+func (s *Service) readCheckWrite(ctx context.Context, l lease.Lease, f *fencing, tr *Trace, first *firstRead) (Result, error) {
 	// lesson:begin none
-	n, err := s.read(ctx, f)
+	n, err := s.read(ctx, f, first)
 	tr.Refused = errors.Is(err, ErrFenced)
 	if err != nil {
 		return Result{}, err
@@ -416,12 +420,21 @@ func (s *Service) readCheckWrite(ctx context.Context, l lease.Lease, f *fencing,
 	return Result{Remaining: n - 1}, nil
 }
 
-// read reads the stock: a GET, or with fencing the fenced script.
-func (s *Service) read(ctx context.Context, f *fencing) (int64, error) {
+// read reads the stock: a GET, or with fencing the fenced script; or the
+// reply of the one that rode with the lock's claim (first), when it did.
+func (s *Service) read(ctx context.Context, f *fencing, first *firstRead) (int64, error) {
+	if n, ok, err := first.reply(f); ok {
+		return n, err
+	}
 	if f == nil {
 		return s.Stock(ctx)
 	}
-	reply, err := fencedScript.Run(ctx, s.rdb, []string{s.key, f.key}, f.token, f.owner, "").Slice()
+	return s.fencedRead(fencedScript.Run(ctx, s.rdb, []string{s.key, f.key}, f.token, f.owner, ""), f)
+}
+
+// fencedRead reads the fenced script's reply to a read.
+func (s *Service) fencedRead(cmd *redis.Cmd, f *fencing) (int64, error) {
+	reply, err := cmd.Slice()
 	if err != nil {
 		return 0, fmt.Errorf("sale: fenced read of stock: %w", err)
 	}

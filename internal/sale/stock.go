@@ -34,7 +34,12 @@ func (s *Service) replicated(ctx context.Context) error {
 
 // Stock reads the stock. A missing key is ErrStockMissing, never zero.
 func (s *Service) Stock(ctx context.Context) (int64, error) {
-	v, err := s.rdb.Get(ctx, s.key).Result()
+	return s.stock(s.rdb.Get(ctx, s.key))
+}
+
+// stock reads a GET of the stock.
+func (s *Service) stock(cmd *redis.StringCmd) (int64, error) {
+	v, err := cmd.Result()
 	if errors.Is(err, redis.Nil) {
 		return 0, fmt.Errorf("%w: %s", ErrStockMissing, s.key)
 	}

@@ -131,8 +131,31 @@ func (k Keys) List() []string { return []string{k.Lock, k.Counter, k.Queue, k.De
 // (0: no expiry, v3) counted from now. It returns an error wrapping
 // lease.ErrTaken when the grant was taken back first (not claimed within the
 // claim deadline): owner holds nothing, and must wait again.
-func Claim(ctx context.Context, rdb redis.Scripter, k Keys, owner string, ttl time.Duration) error {
-	n, err := claimScript.Run(ctx, rdb, []string{k.Lock, k.Granted}, owner, fence.PX(ttl)).Int()
+//
+// When ctx carries a lease.Rider (the sale's first command) and rdb can
+// pipeline, the claim and that command go in one round trip, the claim
+// first; the rider is told it rode only when the claim held. token is the
+// grant's, for the rider's command (a fenced read).
+func Claim(ctx context.Context, rdb redis.Scripter, k Keys, owner string, ttl time.Duration, token int64) error {
+	keys, args := []string{k.Lock, k.Granted}, []any{owner, fence.PX(ttl)}
+	r, p := lease.RiderFrom(ctx), pipeliner(rdb)
+	var cmd *redis.Cmd
+	if r != nil && p != nil {
+		pipe := p.Pipeline()
+		cmd = claimScript.EvalSha(ctx, pipe, keys, args...)
+		r.Queue(pipe, token)
+		sent := time.Now()
+		_, _ = pipe.Exec(ctx) // each command keeps its own reply
+		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+			cmd = nil // not run (Redis restarted, its scripts flushed): claim on its own
+		} else if n, err := cmd.Int(); err == nil && n == 1 {
+			r.Ride(sent)
+		}
+	}
+	if cmd == nil {
+		cmd = claimScript.Run(ctx, rdb, keys, args...)
+	}
+	n, err := cmd.Int()
 	switch {
 	case err != nil:
 		return fmt.Errorf("handoff: claim %s: %w", k.Lock, err)
@@ -140,6 +163,12 @@ func Claim(ctx context.Context, rdb redis.Scripter, k Keys, owner string, ttl ti
 		return fmt.Errorf("handoff: claim %s: the grant was taken back: %w", k.Lock, lease.ErrTaken)
 	}
 	return nil
+}
+
+// pipeliner is rdb when it can pipeline (a go-redis client), else nil.
+func pipeliner(rdb redis.Scripter) interface{ Pipeline() redis.Pipeliner } {
+	p, _ := rdb.(interface{ Pipeline() redis.Pipeliner })
+	return p
 }
 
 // Giver is how a lock's releases hand it over: its keys, the lock's kind

@@ -120,7 +120,7 @@ func (l *Locker) TryOrQueue(ctx context.Context, owner string, w handoff.Waiter)
 // starts now. lease.ErrTaken when the grant was taken back first (not
 // claimed in time).
 func (l *Locker) Granted(ctx context.Context, owner string, token int64) (lease.Lease, error) {
-	if err := handoff.Claim(ctx, l.rdb, l.keys, owner, l.opts.TTL); err != nil {
+	if err := handoff.Claim(ctx, l.rdb, l.keys, owner, l.opts.TTL, token); err != nil {
 		return nil, err
 	}
 	return l.hold(owner, token), nil
