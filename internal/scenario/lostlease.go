@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"github.com/locklab/locklab/internal/reason"
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
@@ -29,7 +30,7 @@ func lostLease(ctx context.Context, e Env, lock string, before int64) (string, s
 	if err := e.Redis.Del(ctx, e.lockKeys(lock)...).Err(); err != nil {
 		return "", "", err
 	}
-	e.mark("the lock's key vanishes")
+	e.mark(reason.New("keyVanishes", "the lock's key vanishes"))
 	rb := <-e.sell(ctx, lock, "")
 	rs := <-s
 	observed, detail, err := e.verdict(ctx, before, rs, rb)

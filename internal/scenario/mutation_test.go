@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"github.com/locklab/locklab/internal/reason"
 	"slices"
 	"strings"
 	"testing"
@@ -107,7 +108,7 @@ func TestMutationShows(t *testing.T) {
 		{ack, Cell{Observed: ConfirmedLost}, false}, // a flaw, not the lock's
 		{ack, Cell{Observed: NoTwoHolders}, false},
 		{ack, Cell{Observed: TwoHolders, Evidence: "the history shows one holder"}, false},
-		{ack, Cell{Observed: notTested("no failover")}, false},
+		{ack, Cell{Observed: notTested(reason.New("x", "no failover"))}, false},
 		{find("dead-waiter-notify", "v3"), Cell{Observed: OwnCheck}, true},
 		{find("dead-waiter-notify", "v3"), Cell{Observed: MovesOn}, false},
 	} {
