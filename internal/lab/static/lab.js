@@ -796,6 +796,8 @@ function drawTimeline(r) {
   canvas.dataset.holds = holds.length;
   canvas.dataset.overlaps = overlap.size;
   canvas.dataset.lost = lost.size;
+  // The marks' labels as drawn (none with no holds), for the browser test.
+  canvas.dataset.markLabels = holds.length ? faultMarks.map(markText).join("\n") : "";
   if (!holds.length) return;
   let t0 = Infinity, t1 = -Infinity;
   for (const x of holds) { t0 = Math.min(t0, x.from); t1 = Math.max(t1, x.to); }
