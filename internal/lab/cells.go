@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locklab/locklab/internal/reason"
 	"net/http"
 	"slices"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/reason"
 	"github.com/locklab/locklab/internal/scenario"
 	"github.com/locklab/locklab/internal/versions"
 )

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locklab/locklab/internal/reason"
 	"sync"
 	"time"
+
+	"github.com/locklab/locklab/internal/reason"
 )
 
 // clockJump (seed 003's "C"): a Redis node's wall clock jumps forward by 2 x

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locklab/locklab/internal/reason"
 	"net/http"
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/reason"
 )
 
 // crashHolder: S, on replica 1, takes the lock and works for 2 x TTL; once

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locklab/locklab/internal/reason"
 	"net/http"
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/locks/handoff"
 	"github.com/locklab/locklab/internal/locks/retry"
+	"github.com/locklab/locklab/internal/reason"
 	"github.com/redis/go-redis/v9"
 )
 

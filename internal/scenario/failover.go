@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locklab/locklab/internal/reason"
 	"net"
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/cluster"
+	"github.com/locklab/locklab/internal/reason"
 )
 
 // failover (seed 004's problem 4): the lock's node has an asynchronous

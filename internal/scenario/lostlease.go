@@ -3,10 +3,10 @@ package scenario
 import (
 	"context"
 	"fmt"
-	"github.com/locklab/locklab/internal/reason"
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/reason"
 	"github.com/redis/go-redis/v9"
 )
 

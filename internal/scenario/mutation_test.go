@@ -1,12 +1,12 @@
 package scenario
 
 import (
-	"github.com/locklab/locklab/internal/reason"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/locklab/locklab/internal/chaos"
+	"github.com/locklab/locklab/internal/reason"
 	"github.com/locklab/locklab/internal/versions"
 )
 

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locklab/locklab/internal/reason"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/reason"
 	"github.com/locklab/locklab/internal/versions"
 )
 

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locklab/locklab/internal/reason"
 	"sync"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/cluster"
+	"github.com/locklab/locklab/internal/reason"
 )
 
 // The network scenarios act on the proxy between one replica and one Redis

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locklab/locklab/internal/reason"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/cluster"
+	"github.com/locklab/locklab/internal/reason"
 	"github.com/locklab/locklab/internal/versions"
 )
 

@@ -3,11 +3,11 @@ package scenario
 import (
 	"context"
 	"fmt"
-	"github.com/locklab/locklab/internal/reason"
 	"sync"
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/reason"
 	"github.com/locklab/locklab/internal/versions"
 )
 

@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"github.com/locklab/locklab/internal/reason"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/checker"
+	"github.com/locklab/locklab/internal/reason"
 )
 
 var (

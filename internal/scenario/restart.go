@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locklab/locklab/internal/reason"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/internal/reason"
 )
 
 // Outcomes of the Redlock restart scenarios, read from the history.

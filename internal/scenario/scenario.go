@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/locklab/locklab/internal/reason"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/locklab/locklab/internal/checker"
 	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/reason"
 )
 
 // Outcomes, as the tables print them.

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locklab/locklab/internal/reason"
 	"net"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/reason"
 )
 
 // promotionLimit bounds how long Sentinel may take to promote a standby once

@@ -3,10 +3,10 @@ package scenario
 import (
 	"context"
 	"fmt"
-	"github.com/locklab/locklab/internal/reason"
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/reason"
 )
 
 // slowHolder: S sells with hold 1.5 x TTL. Once S holds the lock, B comes in
