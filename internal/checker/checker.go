@@ -19,6 +19,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/reason"
 )
 
 // Op is one request as the client saw it.
@@ -73,6 +74,10 @@ type Verdict struct {
 	LinearizabilityBy string `json:"linearizability_by,omitempty"`
 	NotLinearizable   string `json:"not_linearizable,omitempty"`
 	Untested          string `json:"untested,omitempty"`
+	// Reasons are the verdict's sentences (NotLinearizable, Untested; and
+	// the load test's and the nemesis's own, added by them) as codes with
+	// their params: the lab's page says them in its reader's language.
+	Reasons []reason.Reason `json:"reasons,omitempty"`
 	// Judged counts the requests whose effect the check placed: those that
 	// sold, by their reply or by their replica's record of an unknown one.
 	Judged  int `json:"judged"`
@@ -142,7 +147,7 @@ func Check(r Run) Verdict {
 	v.LostUpdates, v.Lost = lostUpdates(r.Sales)
 	if v.OversoldMin > 0 {
 		v.Linearizability, v.LinearizabilityBy = Violated, "count"
-		v.NotLinearizable = fmt.Sprintf("%d sold, but the stock went down by %d", sold, taken)
+		v.Because(&v.NotLinearizable, reason.New("soldButDown", "{sold} sold, but the stock went down by {by}", "sold", sold, "by", taken))
 		return v
 	}
 	ops := resolve(r.Ops, r.Sales)
@@ -154,10 +159,11 @@ func Check(r Run) Verdict {
 	if v.Judged == 0 {
 		// Nothing to order: only whether the stock and the sold-out replies
 		// could be what they are with no sale (decide, exact and quick).
-		if v.NotLinearizable = decide(r.StockBefore, r.StockAfter, ops); v.NotLinearizable != "" {
+		if v.Because(&v.NotLinearizable, decide(r.StockBefore, r.StockAfter, ops)) {
 			v.Linearizability, v.LinearizabilityBy = Violated, "counter"
 		} else {
-			v.Linearizability, v.Untested = NotTested, untested(r.Ops)
+			v.Linearizability = NotTested
+			v.Because(&v.Untested, untested(r.Ops))
 		}
 		return v
 	}
@@ -173,10 +179,10 @@ func Check(r Run) Verdict {
 	}
 	// Why it is not (porcupine says only that), or whether, when the search
 	// ran out.
-	v.NotLinearizable = decide(r.StockBefore, r.StockAfter, ops)
+	v.Because(&v.NotLinearizable, decide(r.StockBefore, r.StockAfter, ops))
 	if v.Linearizability == Violated && v.NotLinearizable == "" {
 		// Never seen; TestDecideAgreesWithPorcupine looks for it.
-		v.NotLinearizable = "porcupine found no order, the counter check found one: a bug in one of them"
+		v.Because(&v.NotLinearizable, reason.New("checkersDisagree", "porcupine found no order, the counter check found one: a bug in one of them"))
 	}
 	if v.Linearizability == "" {
 		v.Linearizable = v.NotLinearizable == ""
@@ -188,9 +194,9 @@ func Check(r Run) Verdict {
 // untested says why no request can have taken effect: none in the client's
 // history (a scenario cell judges the replicas' records only), or their
 // outcomes ("1000 requests: 1000 failed").
-func untested(ops []Op) string {
+func untested(ops []Op) reason.Reason {
 	if len(ops) == 0 {
-		return "no requests in the client's history"
+		return reason.New("noRequests", "no requests in the client's history")
 	}
 	by := map[string]int{}
 	for _, op := range ops {
@@ -200,7 +206,19 @@ func untested(ops []Op) string {
 	for _, o := range slices.Sorted(maps.Keys(by)) {
 		parts = append(parts, fmt.Sprintf("%d %s", by[o], strings.ReplaceAll(o, "_", " ")))
 	}
-	return fmt.Sprintf("no request sold (%d requests: %s)", len(ops), strings.Join(parts, ", "))
+	return reason.New("noneSold", "no request sold ({n} requests: {parts})", "n", len(ops), "parts", strings.Join(parts, ", "))
+}
+
+// Because sets field (the verdict's, or the run's that embeds it) to r's
+// text and lists r among the verdict's reasons; it says whether there was
+// one (a reason with no text is none).
+func (v *Verdict) Because(field *string, r reason.Reason) bool {
+	if r.Text == "" {
+		return false
+	}
+	*field = r.Text
+	v.Reasons = append(v.Reasons, r)
+	return true
 }
 
 // lostUpdates finds the sold sales that read a value another sold sale read.

@@ -107,7 +107,7 @@ func TestLinearizable(t *testing.T) {
 			if (v.NotLinearizable == "") != v.Linearizable {
 				t.Fatalf("linearizability %q, but why not: %q", v.Linearizability, v.NotLinearizable)
 			}
-			if why := decide(tc.before, tc.after, tc.ops); (why == "") != (tc.want == "ok") {
+			if why := decide(tc.before, tc.after, tc.ops).Text; (why == "") != (tc.want == "ok") {
 				t.Fatalf("decide says %q, want %s", why, tc.want)
 			}
 		})
@@ -218,7 +218,7 @@ func TestDecideAgreesWithPorcupine(t *testing.T) {
 			ops[j].ID = strconv.Itoa(j)
 		}
 		want := porcupine.CheckOperations(counter(before), operations(ops, after))
-		why := decide(before, after, ops)
+		why := decide(before, after, ops).Text
 		if want != (why == "") {
 			t.Fatalf("history %d (stock %d, then %d): porcupine says linearizable %v, decide says %q\n%+v", i, before, after, want, why, ops)
 		}
@@ -240,7 +240,7 @@ func BenchmarkDecide(b *testing.B) {
 		}
 	}
 	for b.Loop() {
-		if why := decide(n, 0, ops); why != "" {
+		if why := decide(n, 0, ops).Text; why != "" {
 			b.Fatal(why)
 		}
 	}

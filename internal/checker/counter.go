@@ -1,11 +1,11 @@
 package checker
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/reason"
 )
 
 // decide answers the same question as porcupine's search with the counter
@@ -26,15 +26,15 @@ import (
 // read after the run needs exactly before-after steps.
 //
 // ops are resolved (see resolve): sold, sold out and unknown take part;
-// failed and fenced changed nothing. It returns "" when an order exists, and
-// otherwise why none does, naming a request.
-func decide(before, after int64, ops []Op) string {
+// failed and fenced changed nothing. It returns no reason (its Text "")
+// when an order exists, and otherwise why none does, naming a request.
+func decide(before, after int64, ops []Op) reason.Reason {
 	steps := before - after
 	if steps < 0 {
-		return fmt.Sprintf("the stock grew from %d to %d", before, after)
+		return reason.New("stockGrew", "the stock grew from {a} to {b}", "a", before, "b", after)
 	}
 	if steps > 0 && after < 0 {
-		return fmt.Sprintf("the stock went from %d to %d, below 0", before, after)
+		return reason.New("belowZero", "the stock went from {a} to {b}, below 0", "a", before, "b", after)
 	}
 	// bySteps[k] is the sold request that took step k+1 (before-k to before-k-1).
 	bySteps := make([]*Op, steps)
@@ -45,10 +45,10 @@ func decide(before, after int64, ops []Op) string {
 		case api.Sold:
 			k := before - op.Remaining - 1
 			if k < 0 || k >= steps {
-				return fmt.Sprintf("request %s reported %d left, but the stock went from %d to %d", op.ID, op.Remaining, before, after)
+				return reason.New("reportedOutside", "request {id} reported {n} left, but the stock went from {a} to {b}", "id", op.ID, "n", op.Remaining, "a", before, "b", after)
 			}
 			if other := bySteps[k]; other != nil {
-				return fmt.Sprintf("requests %s and %s both reported %d left", other.ID, op.ID, op.Remaining)
+				return reason.New("bothReported", "requests {a} and {b} both reported {n} left", "a", other.ID, "b", op.ID, "n", op.Remaining)
 			}
 			bySteps[k] = op
 		case api.Unknown:
@@ -62,22 +62,22 @@ func decide(before, after int64, ops []Op) string {
 	for k, op := range bySteps {
 		if op == nil {
 			if len(unknown) == 0 {
-				return fmt.Sprintf("the stock went from %d to %d, but no request can have left %d", before, after, before-int64(k)-1)
+				return reason.New("noneLeft", "the stock went from {a} to {b}, but no request can have left {n}", "a", before, "b", after, "n", before-int64(k)-1)
 			}
 			at, unknown = later(at, unknown[0].Invoke), unknown[1:]
 			continue
 		}
 		if at = later(at, op.Invoke); at.After(op.Return) {
-			return fmt.Sprintf("request %s reported %d left at %s, before the stock can have come down to %d",
-				op.ID, op.Remaining, op.Return.Format(time.RFC3339Nano), op.Remaining+1)
+			return reason.New("tooEarly", "request {id} reported {n} left at {at}, before the stock can have come down to {m}",
+				"id", op.ID, "n", op.Remaining, "at", op.Return.Format(time.RFC3339Nano), "m", op.Remaining+1)
 		}
 	}
 	for _, op := range soldOut {
 		if after > 0 || (steps > 0 && at.After(op.Return)) {
-			return fmt.Sprintf("request %s answered sold out at %s, when the stock cannot have been 0 yet", op.ID, op.Return.Format(time.RFC3339Nano))
+			return reason.New("soldOutEarly", "request {id} answered sold out at {at}, when the stock cannot have been 0 yet", "id", op.ID, "at", op.Return.Format(time.RFC3339Nano))
 		}
 	}
-	return ""
+	return reason.Reason{}
 }
 
 func later(a, b time.Time) time.Time {

@@ -52,10 +52,14 @@ func (s Sale) Held() (from, to time.Time, ok bool) {
 }
 
 // Mark is an injected fault, as a scenario records it for the timeline:
-// when, and what.
+// when, and what: Label in English, and as a reason's code and params
+// (reason.Reason) for the lab's page, which says it in its reader's
+// language.
 type Mark struct {
-	At    time.Time `json:"at"`
-	Label string    `json:"label"`
+	At     time.Time         `json:"at"`
+	Label  string            `json:"label"`
+	Code   string            `json:"code,omitempty"`
+	Params map[string]string `json:"params,omitempty"`
 }
 
 // Reply is the reply to GET /history: one replica's sales since a time.

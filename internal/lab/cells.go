@@ -11,6 +11,7 @@ import (
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/reason"
 	"github.com/locklab/locklab/internal/scenario"
 	"github.com/locklab/locklab/internal/versions"
 )
@@ -33,6 +34,9 @@ type CellResult struct {
 	// away.
 	Error string `json:"error,omitempty"`
 	Why   string `json:"why,omitempty"`
+	// Reasons are Why, and a "not tested" observation's why, as reasons
+	// (code and params): the page says them in its reader's language.
+	Reasons []reason.Reason `json:"reasons,omitempty"`
 	// Rev orders what the lab says of its cells and runs (summary.Rev).
 	Rev     int64          `json:"rev"`
 	Fixes   []Fix          `json:"fixes,omitempty"` // faults it could not undo
@@ -64,13 +68,16 @@ func (l *Lab) scenarios(w http.ResponseWriter, _ *http.Request) {
 		Needs       string            `json:"needs,omitempty"`
 	}
 	var rows []row
+	// The reply's sentences as reasons (needs, why): the page finds each
+	// by its text.
+	reasons := []reason.Reason{needsSentinel, needsFaults, whyNoHooks, whyNoCluster}
 	for _, s := range scenario.All {
 		r := row{Name: s.Name, Injected: s.Injected, Requirement: s.Requirement, Expect: s.Expect}
 		switch {
 		case s.NeedsSentinel:
-			r.Needs = "Redis Sentinel watching the stock's node: a cluster started with SENTINEL=1 FAULTS=1 (make scenarios' second pass)"
+			r.Needs = needsSentinel.Text
 		case s.NeedsFaults:
-			r.Needs = "the fault proxies and the clock shim: make lab starts them"
+			r.Needs = needsFaults.Text
 		}
 		rows = append(rows, r)
 	}
@@ -83,8 +90,8 @@ func (l *Lab) scenarios(w http.ResponseWriter, _ *http.Request) {
 	l.cells.mu.Unlock()
 	why := l.faultless()
 	writeJSON(w, http.StatusOK, map[string]any{"scenarios": rows, "locks": versions.Names(), "results": results,
-		"available": why == "", "why": why, "why_no_hooks": whyNoHooks, "why_no_cluster": whyNoCluster, "command": labCommand,
-		"outcomes": outcomeCodes})
+		"available": why.Text == "", "why": why.Text, "why_no_hooks": whyNoHooks.Text, "why_no_cluster": whyNoCluster.Text, "command": labCommand,
+		"outcomes": outcomeCodes, "reasons": reasons})
 }
 
 // outcomeCodes names each outcome a cell expects or observes, for the page,
@@ -105,17 +112,20 @@ var outcomeCodes = map[string]string{
 
 // The lab's words for why no cell can run here, and the command that
 // starts the cluster they run on: the one command the page names.
-const (
-	labCommand   = "make lab"
-	whyNoCluster = "this lab has no local cluster to fault (it was started without one, as the Compose stack starts it)"
-	whyNoHooks   = "the replicas run without their fault hooks (make up starts them so)"
+const labCommand = "make lab"
+
+var (
+	whyNoCluster  = reason.New("noCluster", "this lab has no local cluster to fault (it was started without one, as the Compose stack starts it)")
+	whyNoHooks    = reason.New("noHooks", "the replicas run without their fault hooks (make up starts them so)")
+	needsSentinel = reason.New("needsSentinelPass", "Redis Sentinel watching the stock's node: a cluster started with SENTINEL=1 FAULTS=1 (make scenarios' second pass)")
+	needsFaults   = reason.New("needsFaults", "the fault proxies and the clock shim: {command} starts them", "command", labCommand)
 )
 
 // faultless says why no cell can run on this lab's stack ("": they may):
 // it has no local cluster (Config.Cells), or its replicas say on /healthz
 // that their fault hooks are off (-chaos false: make up starts them so). A
 // replica not heard from yet says nothing: the cell then finds out itself.
-func (l *Lab) faultless() string {
+func (l *Lab) faultless() reason.Reason {
 	if l.cfg.Cells == nil {
 		return whyNoCluster
 	}
@@ -124,32 +134,34 @@ func (l *Lab) faultless() string {
 			return whyNoHooks
 		}
 	}
-	return ""
+	return reason.Reason{}
 }
 
 // couldNotRun is a cell's failure before any fault: the record (err), and
 // why in a learner's words with the command that starts a cluster where it
 // runs, when one does (fix: "" when no make lab cluster would).
-func couldNotRun(res CellResult, record, why, fix string) CellResult {
-	res.Status, res.Error, res.Why = "failed", record, "Could not run: "+why+"."
+func couldNotRun(res CellResult, record string, why reason.Reason, fix string) CellResult {
+	res.Status, res.Error = "failed", record
+	said := reason.New("couldNotRun", "Could not run: {why}.", "why", why.Text)
 	if fix != "" {
-		res.Why = "Could not run: " + why + ", start " + fix + "."
+		said = reason.New("couldNotRunStart", "Could not run: {why}, start {command}.", "why", why.Text, "command", fix)
 	}
+	res.Why, res.Reasons = said.Text, append(res.Reasons, why, said)
 	return res
 }
 
 // unfit says in a learner's words why s cannot run against e (as s.Unfit
 // found), and the command that starts a cluster where it can.
-func unfit(s scenario.Scenario, e scenario.Env) (why, fix string) {
+func unfit(s scenario.Scenario, e scenario.Env) (why reason.Reason, fix string) {
 	switch {
 	case s.NeedsFaults && e.Faults == nil:
-		return "it needs the fault proxies, and this cluster was started without them", labCommand
+		return reason.New("needsProxies", "it needs the fault proxies, and this cluster was started without them"), labCommand
 	case s.NeedsSentinel && len(e.Sentinels) == 0:
-		return "it needs Redis Sentinel watching the stock's node, which " + labCommand + " does not start (make scenarios runs it, in its second pass)", ""
+		return reason.New("needsSentinel", "it needs Redis Sentinel watching the stock's node, which {command} does not start (make scenarios runs it, in its second pass)", "command", labCommand), ""
 	case !s.NeedsSentinel && len(e.Sentinels) > 0:
-		return "it needs a cluster without Redis Sentinel, and this one has it", labCommand
+		return reason.New("noSentinelWanted", "it needs a cluster without Redis Sentinel, and this one has it"), labCommand
 	}
-	return "its second sale must wait past the first one's lease, and the replicas give up waiting sooner than that", labCommand
+	return reason.New("waitsTooShort", "its second sale must wait past the first one's lease, and the replicas give up waiting sooner than that"), labCommand
 }
 
 // cell is one cell's last result, with its timeline.
@@ -186,8 +198,8 @@ func (l *Lab) runCell(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, api.CodeBadRequest, fmt.Sprintf("%s has no cell for %q", s.Name, req.Lock))
 		return
 	}
-	if why := l.faultless(); why != "" {
-		writeError(w, http.StatusServiceUnavailable, "no_cells", "Could not run: "+why+", start "+labCommand+".")
+	if why := l.faultless(); why.Text != "" {
+		writeError(w, http.StatusServiceUnavailable, "no_cells", "Could not run: "+why.Text+", start "+labCommand+".")
 		return
 	}
 	res := CellResult{Scenario: s.Name, Lock: req.Lock, Expected: s.Expect[req.Lock], Status: "running", Started: time.Now()}
@@ -212,27 +224,29 @@ func (l *Lab) execCell(ctx context.Context, s scenario.Scenario, res CellResult)
 	case errors.Is(err, scenario.ErrNoFaultHooks):
 		return couldNotRun(res, err.Error(), whyNoHooks, labCommand)
 	case err != nil:
-		return couldNotRun(res, err.Error(), "the lab could not read the local cluster's state", labCommand)
+		return couldNotRun(res, err.Error(), reason.New("noState", "the lab could not read the local cluster's state"), labCommand)
 	}
 	if record := s.Unfit(env); record != "" {
 		why, fix := unfit(s, env)
 		return couldNotRun(res, s.Name+" "+record, why, fix)
 	}
-	if why := env.Lacks(res.Lock); why != "" {
-		return couldNotRun(res, why, why, labCommand)
+	if why := env.LacksWhy(res.Lock); why.Text != "" {
+		return couldNotRun(res, why.Text, why, labCommand)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	c, err := s.Run(ctx, env, res.Lock)
 	if err != nil {
 		res.Status, res.Error, res.Fixes = "failed", err.Error(), l.fixes(err)
-		res.Why = "It did not finish: it stopped with an error before it could say what the lock did."
+		why := reason.New("didNotFinishError", "It did not finish: it stopped with an error before it could say what the lock did.")
 		if errors.Is(err, context.Canceled) {
-			res.Why = "It did not finish: it was stopped."
+			why = reason.New("didNotFinishStopped", "It did not finish: it was stopped.")
 		}
+		res.Why, res.Reasons = why.Text, append(res.Reasons, why)
 		return res
 	}
 	res.Status, res.Observed, res.Detail, res.Evidence, res.OK, res.Marks = "done", c.Observed, c.Detail, c.Evidence, c.OK(), c.Marks
+	res.Reasons = append(res.Reasons, c.Reasons...)
 	for _, sale := range c.Sales {
 		if h, ok := holdOf(res.Lock, sale); ok {
 			res.Holds = append(res.Holds, h)

@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"io/fs"
 	"maps"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -144,6 +147,53 @@ func TestCatalogueHasEveryOutcomeAndRequirement(t *testing.T) {
 		}
 		if en["injected."+s.Name] != s.Injected {
 			t.Errorf("injected.%s is %q in en.json, the scenario says %q", s.Name, en["injected."+s.Name], s.Injected)
+		}
+	}
+}
+
+// Every reason the server gives (reason.New's code and English form, in
+// the code of the packages whose replies the lab passes on: the checker,
+// the load test, the scenarios, the lab) is a key of the catalogues,
+// server.CODE, with the same English: the page says the reason in its
+// reader's language by its code alone. A code with two forms is one the
+// page would say wrongly for one of them.
+func TestCatalogueHasEveryReason(t *testing.T) {
+	en := catalogues(t)["en"]
+	made := regexp.MustCompile(`reason\.New\("(\w+)",\s*"((?:[^"\\]|\\.)*)"`)
+	forms := map[string]string{}
+	for _, dir := range []string{"../checker", "../loadtest", "../scenario", "../history", "."} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("%s: no Go files (%v)", dir, err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range made.FindAllStringSubmatch(string(raw), -1) {
+				form, err := strconv.Unquote(`"` + m[2] + `"`)
+				if err != nil {
+					t.Fatalf("%s: %s: %v", f, m[0], err)
+				}
+				if was, ok := forms[m[1]]; ok && was != form {
+					t.Errorf("reason %s has two forms: %q and %q (%s)", m[1], was, form, f)
+				}
+				forms[m[1]] = form
+			}
+		}
+	}
+	if len(forms) < 40 {
+		t.Fatalf("found only %d reasons: the search is broken", len(forms))
+	}
+	for code, form := range forms {
+		if got, ok := en["server."+code]; !ok {
+			t.Errorf("reason %s (%q) has no key server.%s", code, form, code)
+		} else if got != form {
+			t.Errorf("server.%s is %q in en.json, the code says %q", code, got, form)
 		}
 	}
 }

@@ -568,6 +568,12 @@ func TestTheLastWordWins(t *testing.T) {
 	if failed["why"] != want || !strings.Contains(failed["error"].(string), "-chaos") {
 		t.Errorf("the failed cell says %q (record %q); want %q, the record apart", failed["why"], failed["error"], want)
 	}
+	// Its why as reasons, for the page: the sentence's code, and the why
+	// inside it, each found by its text.
+	if got, _ := json.Marshal(failed["reasons"]); string(got) != `[{"code":"noHooks","text":"the replicas run without their fault hooks (make up starts them so)"},`+
+		`{"code":"couldNotRunStart","params":{"command":"make lab","why":"the replicas run without their fault hooks (make up starts them so)"},"text":"`+want+`"}]` {
+		t.Errorf("the failed cell's reasons: %s", got)
+	}
 	// What the lab says now is the failure, as the page shows it.
 	if _, now := do(t, http.MethodGet, ts.URL+"/lab/api/cells/slow-holder/v6", "", nil); now["status"] != "failed" || now["rev"] != failed["rev"] {
 		t.Errorf("the cell now: %v, want the failure", now)

@@ -179,7 +179,7 @@ func (l *Lab) start(w http.ResponseWriter, req *http.Request) {
 		writeError(w, http.StatusBadRequest, api.CodeBadRequest, err.Error())
 		return
 	}
-	if why := l.faultless(); s.Nemesis && why != "" {
+	if why := l.faultless().Text; s.Nemesis && why != "" {
 		writeError(w, http.StatusBadRequest, api.CodeBadRequest, "the nemesis needs a cluster to fault, and "+why+": start it with make lab")
 		return
 	}
@@ -275,7 +275,7 @@ func (l *Lab) execute(ctx context.Context, r *run) {
 			res.Marks = marks
 			if err == nil { // judged as the load test's -nemesis judges: per lock, and "not tested" where it could not say
 				row := scenario.JudgeNemesis(res, cfg.Fence, r.settings.Seed, faults, env.Used(res), start)
-				res.Faults, res.HistoryChecked, res.HistoryNote = row.Faults, row.HistoryChecked, row.HistoryNote
+				res.Faults, res.HistoryChecked, res.HistoryNote, res.Reasons = row.Faults, row.HistoryChecked, row.HistoryNote, row.Reasons
 				if len(row.NotTested) > 0 {
 					res.TooLittle = strings.Join(row.NotTested, "; ")
 				}

@@ -19,6 +19,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/locklab/locklab/internal/checker"
 	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/reason"
 	"github.com/locklab/locklab/internal/versions"
 	"github.com/valyala/fasthttp"
 )
@@ -176,11 +177,15 @@ func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
 		res.StockAfter = after
 		res.Oversold = int64(res.Sold) - (res.StockBefore - after)
 		res.BeyondStock = max(0, int64(res.Sold)-res.StockBefore)
-		res.TooLittle = res.tooLittle()
+		little := res.tooLittle()
+		var note reason.Reason
 		if !cfg.NoCheck {
-			res.Sales, res.HistoryNote = cfg.histories(ctx, res.Replicas, started, run)
+			res.Sales, note = cfg.histories(ctx, res.Replicas, started, run)
 			res.Verdict = checker.Check(checker.Run{StockBefore: res.StockBefore, StockAfter: after, Ops: res.Ops, Sales: res.Sales})
 		}
+		// After the verdict: its reasons and the run's own in one list.
+		res.Because(&res.TooLittle, little)
+		res.Because(&res.HistoryNote, note)
 	}
 	if err := ctx.Err(); err != nil {
 		return res, fmt.Errorf("loadtest: stopped: %w", err)
@@ -217,7 +222,7 @@ func (cfg Config) prepare(lock string) (target, stockURL string, before int64, e
 
 // histories reads every replica's record of the run's sales (through nginx's
 // /replica/NAME/ route), or says why it could not.
-func (cfg Config) histories(ctx context.Context, replicas map[string]int, since time.Time, run string) ([]history.Sale, string) {
+func (cfg Config) histories(ctx context.Context, replicas map[string]int, since time.Time, run string) ([]history.Sale, reason.Reason) {
 	client := &http.Client{Timeout: 30 * time.Second}
 	sales := []history.Sale{}
 	for _, name := range slices.Sorted(maps.Keys(replicas)) {
@@ -228,10 +233,10 @@ func (cfg Config) histories(ctx context.Context, replicas map[string]int, since 
 			sales = append(sales, got...)
 		}
 		if err != nil {
-			return nil, fmt.Sprintf("the replicas' history was not read: %v", err)
+			return nil, reason.New("historyNotRead", "the replicas' history was not read: {err}", "err", err)
 		}
 	}
-	return sales, ""
+	return sales, reason.Reason{}
 }
 
 // fireAll sends up to cfg.Requests requests to target over cfg.Concurrency
@@ -349,14 +354,14 @@ func (r *Result) summarise(hist *hdrhistogram.Histogram, elapsed time.Duration) 
 func (r Result) NotServed() int { return r.Failed + r.unknown }
 
 // tooLittle is TooLittle for r.
-func (r Result) tooLittle() string {
+func (r Result) tooLittle() reason.Reason {
 	switch served := r.Requests - r.NotServed(); {
 	case r.Sold == 0:
-		return "sold nothing"
+		return reason.New("soldNothing", "sold nothing")
 	case 2*served < r.Requests:
-		return fmt.Sprintf("served %d of %d", served, r.Requests)
+		return reason.New("served", "served {n} of {of}", "n", served, "of", r.Requests)
 	}
-	return ""
+	return reason.Reason{}
 }
 
 func (r *Result) add(o Result) {

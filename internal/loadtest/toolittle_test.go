@@ -10,7 +10,7 @@ func TestTooLittle(t *testing.T) {
 		"served 49 of 100": {Requests: 100, Sold: 49, Failed: 40, unknown: 11},
 		"":                 {Requests: 100, Sold: 10, SoldOut: 40, Failed: 50},
 	} {
-		if got := r.tooLittle(); got != want {
+		if got := r.tooLittle().Text; got != want {
 			t.Errorf("%+v: %q, want %q", r, got, want)
 		}
 	}

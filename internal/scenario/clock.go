@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
+
+	"github.com/locklab/locklab/internal/reason"
 )
 
 // clockJump (seed 003's "C"): a Redis node's wall clock jumps forward by 2 x
@@ -61,10 +62,10 @@ func clockJump(fenced bool) runFunc {
 			<-s
 			return "", "", err
 		}
-		e.mark(node + "'s clock jumps " + strconv.FormatInt(jump.Milliseconds(), 10) + " ms ahead")
+		e.mark(reason.New("clockJumps", "{node}'s clock jumps {ms} ms ahead", "node", node, "ms", jump.Milliseconds()))
 		defer func() {
 			err = errors.Join(err, notUndone(node, LeftClockAhead, e.Procs.JumpClock(node, 0)))
-			e.mark(node + "'s clock back to the real time")
+			e.mark(reason.New("clockBackReal", "{node}'s clock back to the real time", "node", node))
 		}()
 		if err := e.waitUntil(ctx, e.TTL/2, gone); err != nil {
 			<-s
@@ -88,10 +89,10 @@ func (e Env) disconnect(replica, node string) (reconnect func() error, err error
 	if err := p.Disable(); err != nil {
 		return nil, fmt.Errorf("scenario: disable %s: %w", p.Name, err)
 	}
-	e.mark(replica + " cannot reach " + node)
+	e.mark(reason.New("cannotReach", "{replica} cannot reach {node}", "replica", replica, "node", node))
 	return sync.OnceValue(func() error {
 		err := p.Enable()
-		e.mark(replica + " reaches " + node + " again")
+		e.mark(reason.New("reachesAgain", "{replica} reaches {node} again", "replica", replica, "node", node))
 		if err != nil {
 			return notUndone(p.Name, LeftDisconnected, fmt.Errorf("scenario: enable %s: %w", p.Name, err))
 		}

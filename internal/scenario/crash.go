@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/reason"
 )
 
 // crashHolder: S, on replica 1, takes the lock and works for 2 x TTL; once
@@ -25,7 +26,7 @@ func crashHolder(ctx context.Context, e Env, lock string, before int64) (observe
 		return "", "", err
 	}
 	restart = restarted(e.Replicas[0].Name, restart)
-	e.mark(e.Replicas[0].Name + " killed")
+	e.mark(reason.New("killed", "{node} killed", "node", e.Replicas[0].Name))
 	defer func() { err = errors.Join(err, restart(ctx)) }() // whatever happens, the replica comes back
 	<-s                                                     // its connection died with the replica
 	rb := <-e.sellAt(ctx, e.Replicas[1].URL, lock, "")

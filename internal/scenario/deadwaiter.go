@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/reason"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -72,7 +73,7 @@ func deadWaiter(wait string) runFunc {
 			return "", "", err
 		}
 		restart = restarted(e.Replicas[0].Name, restart)
-		e.mark(e.Replicas[0].Name + " killed (its waiter heads the queue)")
+		e.mark(reason.New("killedWaiter", "{node} killed (its waiter heads the queue)", "node", e.Replicas[0].Name))
 		defer func() { err = errors.Join(err, restart(ctx)) }() // whatever happens, the replica comes back
 		if setup := time.Since(start); setup >= hold {
 			return "", "", fmt.Errorf("setting up took %s, past the holder's %s hold: the holder may have released before the waiter's replica was killed (a slower machine needs a longer -ttl)", setup.Round(time.Millisecond), hold)

@@ -13,6 +13,7 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/reason"
 	"github.com/locklab/locklab/internal/versions"
 	"github.com/redis/go-redis/v9"
 )
@@ -76,13 +77,13 @@ type marks struct {
 }
 
 // mark records an injected fault, now.
-func (e Env) mark(label string) {
+func (e Env) mark(what reason.Reason) {
 	if e.marks == nil {
 		return
 	}
 	e.marks.mu.Lock()
 	defer e.marks.mu.Unlock()
-	e.marks.list = append(e.marks.list, history.Mark{At: time.Now(), Label: label})
+	e.marks.list = append(e.marks.list, history.Mark{At: time.Now(), Label: what.Text, Code: what.Code, Params: what.Params})
 }
 
 // Standby is one asynchronous replica of the stock's node: its process
@@ -178,14 +179,17 @@ func (e Env) reset(ctx context.Context) (int64, error) {
 
 // Lacks says what the Env lacks to run lock's cells ("": nothing): a stack
 // started without its database or its ZooKeeper ensemble.
-func (e Env) Lacks(lock string) string {
+func (e Env) Lacks(lock string) string { return e.LacksWhy(lock).Text }
+
+// LacksWhy is Lacks as a reason, for the lab's page (its Text "": nothing).
+func (e Env) LacksWhy(lock string) reason.Reason {
 	if versions.NeedsDB(lock) && !e.has("db") {
-		return "this stack has no database for the " + lock + " lock"
+		return reason.New("noDatabase", "this stack has no database for the {lock} lock", "lock", lock)
 	}
 	if versions.NeedsZK(lock) && !e.has("zk") {
-		return "this stack has no ZooKeeper ensemble for the zk lock"
+		return reason.New("noZooKeeper", "this stack has no ZooKeeper ensemble for the zk lock")
 	}
-	return ""
+	return reason.Reason{}
 }
 
 // ErrNoFaultHooks is an Env asked of replicas whose /healthz says their

@@ -9,6 +9,7 @@ import (
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/probe"
+	"github.com/locklab/locklab/internal/reason"
 )
 
 // failover (seed 004's problem 4): the lock's node has an asynchronous
@@ -61,10 +62,10 @@ func failover(ack bool) runFunc {
 			}
 			if a == nil && ra.outcome != api.Sold {
 				why, err := e.ackStopped(ctx, ra, waits, before)
-				if err != nil || why != "" {
+				if err != nil || why.Text != "" {
 					return notTested(why), "reply " + ra.String(), err
 				}
-				e.mark(e.Replicas[0].Name + " gave the lock up: the standby did not acknowledge it")
+				e.mark(reason.New("gaveUpStandby", "{node} gave the lock up: the standby did not acknowledge it", "node", e.Replicas[0].Name))
 			}
 		} else if a, err = e.heldAndRead(ctx, lock, hooks); err != nil {
 			return "", "", err
@@ -131,7 +132,7 @@ func (e Env) heldOrGaveUp(ctx context.Context, lock, hooks string) (a <-chan rep
 		<-s
 		return nil, reply{}, 0, fmt.Errorf("the first sale neither answered nor read the stock: %w", err)
 	}
-	e.mark(e.Replicas[0].Name + " holds the lock past its acknowledgement and read the stock")
+	e.mark(reason.New("pastAck", "{node} holds the lock past its acknowledgement and read the stock", "node", e.Replicas[0].Name))
 	return s, reply{}, waits, nil
 }
 
@@ -174,12 +175,12 @@ func failoverWrite(ack bool) runFunc {
 			if err := e.waitUntil(ctx, 10*time.Second, func() (bool, error) { return e.Procs.Stopped(e.Replicas[0].Name) }); err != nil {
 				return "", "", fmt.Errorf("the sale never stopped before its write: %w", err)
 			}
-			e.mark(e.Replicas[0].Name + " stopped before its write")
+			e.mark(reason.New("stoppedBeforeWrite", "{node} stopped before its write", "node", e.Replicas[0].Name))
 			if heal, err = e.cut(sb.Name, e.StockNode); err != nil {
 				return "", "", err
 			}
 			defer func() { err = also(err, heal()) }()
-			e.mark(e.Replicas[0].Name + " resumed")
+			e.mark(reason.New("resumed", "{node} resumed", "node", e.Replicas[0].Name))
 			if err := thaw(); err != nil {
 				return "", "", err
 			}
@@ -219,11 +220,11 @@ func failoverWrite(ack bool) runFunc {
 func writeVerdict(ack bool, ra reply, before, primary, standby, promoted int64) string {
 	switch {
 	case before-primary != 1:
-		return notTested(fmt.Sprintf("the first sale's write never reached the primary (reply %s, its stock %d -> %d)", ra, before, primary))
+		return notTested(reason.New("neverReachedPrimary", "the first sale's write never reached the primary (reply {reply}, its stock {a} -> {b})", "reply", ra, "a", before, "b", primary))
 	case standby != before:
-		return notTested(fmt.Sprintf("the standby had the first sale's write before the failover (its stock %d -> %d): its link never stalled", before, standby))
+		return notTested(reason.New("standbyHadWrite", "the standby had the first sale's write before the failover (its stock {a} -> {b}): its link never stalled", "a", before, "b", standby))
 	case ra.outcome != api.Sold && (!ack || ra.code != api.CodeIndeterminate):
-		return notTested(fmt.Sprintf("the first sale answered %s: neither a confirmed sale nor one the acknowledgement held back as indeterminate", ra))
+		return notTested(reason.New("neitherConfirmed", "the first sale answered {reply}: neither a confirmed sale nor one the acknowledgement held back as indeterminate", "reply", ra))
 	case confirmedLost(before, promoted, ra):
 		return ConfirmedLost
 	}
@@ -252,12 +253,12 @@ func (e Env) promote(ctx context.Context, sb Standby, heal func() error) (failBa
 	if err != nil {
 		return nil, err
 	}
-	e.mark(e.StockNode + " (primary) killed")
+	e.mark(reason.New("primaryKilled", "{node} (primary) killed", "node", e.StockNode))
 	failBack = func() error { return e.failBack(ctx, sb, restartPrimary) }
 	if err := errors.Join(sb.Redis.SlaveOf(ctx, "no", "one").Err(), e.repoint(sb.Addr), heal()); err != nil {
 		return failBack, fmt.Errorf("failover: %w", err)
 	}
-	e.mark(sb.Name + " promoted; the stock's and the lock's node is now " + sb.Name)
+	e.mark(reason.New("promoted", "{node} promoted; the stock's and the lock's node is now {node}", "node", sb.Name))
 	return failBack, nil
 }
 
@@ -308,7 +309,7 @@ func (e Env) repoint(addr string) error {
 func (e Env) failBack(ctx context.Context, sb Standby, restartPrimary func(context.Context) error) error {
 	_, port, _ := net.SplitHostPort(sb.Link)
 	err := errors.Join(restartPrimary(ctx), e.repoint(e.StockAddr), sb.Redis.SlaveOf(ctx, "127.0.0.1", port).Err())
-	e.mark(e.StockNode + " back as the primary, " + sb.Name + " its standby")
+	e.mark(reason.New("backAsPrimary", "{node} back as the primary, {standby} its standby", "node", e.StockNode, "standby", sb.Name))
 	if err != nil {
 		return notUndone(e.StockNode, LeftFailedOver, fmt.Errorf("fail back: %w", err))
 	}

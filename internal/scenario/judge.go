@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/locklab/locklab/internal/checker"
 	"github.com/locklab/locklab/internal/loadtest"
+	"github.com/locklab/locklab/internal/reason"
 )
 
 // NemesisRow is one version's run under the nemesis, judged: the load
@@ -71,6 +71,7 @@ func JudgeNemesis(res loadtest.Result, fenced bool, seed uint64, faults []Fault,
 	r := NemesisRow{Lock: res.Lock, Wait: res.Wait, Fenced: fenced, Seed: seed, Faults: Touching(faults, procs), Requests: res.Requests,
 		Sold: res.Sold, Refused: res.Fenced, Failed: res.Failed, Unknown: res.Verdict.Unknown, NotServed: res.NotServed(),
 		Verdict: res.Verdict, HistoryNote: res.HistoryNote}
+	r.Reasons = slices.Clone(r.Reasons) // its own added below, res's left as they are
 	r.Violation = res.LostUpdates > 0 || res.OversoldMin > 0 || res.Linearizability == "violated"
 	if killed := KilledReplicas(faults, served(res)); r.HistoryChecked && len(killed) > 0 {
 		var which []string
@@ -78,19 +79,29 @@ func JudgeNemesis(res loadtest.Result, fenced bool, seed uint64, faults []Fault,
 			which = append(which, fmt.Sprintf("%s at %.1f s", f.Target, f.At.Seconds()))
 		}
 		r.HistoryChecked = false
-		r.HistoryNote = fmt.Sprintf("the replicas' history is incomplete: killed (%s), a replica comes back with none of the sales it served before",
-			strings.Join(which, ", "))
+		r.Because(&r.HistoryNote, reason.New("historyIncomplete", "the replicas' history is incomplete: killed ({which}), a replica comes back with none of the sales it served before",
+			"which", strings.Join(which, ", ")))
+	}
+	// Each why it is not tested, listed among its reasons too.
+	skip := func(why reason.Reason) {
+		var text string
+		r.Because(&text, why)
+		r.NotTested = append(r.NotTested, text)
 	}
 	if !r.HistoryChecked {
-		r.NotTested = append(r.NotTested, cmp.Or(r.HistoryNote, "the replicas' history was not read"))
+		if r.HistoryNote != "" {
+			r.NotTested = append(r.NotTested, r.HistoryNote) // its reason already listed
+		} else {
+			skip(reason.New("historyNotReadAtAll", "the replicas' history was not read"))
+		}
 	}
 	if r.Sold == 0 {
-		r.NotTested = append(r.NotTested, "nothing sold")
+		skip(reason.New("nothingSold", "nothing sold"))
 	} else if n := r.Requests - r.NotServed; 2*n < r.Requests {
-		r.NotTested = append(r.NotTested, fmt.Sprintf("%d of %d requests served (under half)", n, r.Requests))
+		skip(reason.New("underHalfServed", "{n} of {of} requests served (under half)", "n", n, "of", r.Requests))
 	}
 	if r.Faults == 0 {
-		r.NotTested = append(r.NotTested, "no fault hit a process it used")
+		skip(reason.New("noFaultHit", "no fault hit a process it used"))
 	}
 	written := map[string]time.Time{}
 	for _, s := range res.Sales {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/reason"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -29,7 +30,7 @@ func lostLease(ctx context.Context, e Env, lock string, before int64) (string, s
 	if err := e.Redis.Del(ctx, e.Stores.LockKeys(lock)...).Err(); err != nil {
 		return "", "", err
 	}
-	e.mark("the lock's key vanishes")
+	e.mark(reason.New("keyVanishes", "the lock's key vanishes"))
 	rb := <-e.sell(ctx, lock, "")
 	rs := <-s
 	observed, detail, err := e.verdict(ctx, before, rs, rb)

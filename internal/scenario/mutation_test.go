@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/locklab/locklab/internal/chaos"
+	"github.com/locklab/locklab/internal/reason"
 	"github.com/locklab/locklab/internal/versions"
 )
 
@@ -107,7 +108,7 @@ func TestMutationShows(t *testing.T) {
 		{ack, Cell{Observed: ConfirmedLost}, false}, // a flaw, not the lock's
 		{ack, Cell{Observed: NoTwoHolders}, false},
 		{ack, Cell{Observed: TwoHolders, Evidence: "the history shows one holder"}, false},
-		{ack, Cell{Observed: notTested("no failover")}, false},
+		{ack, Cell{Observed: notTested(reason.New("x", "no failover"))}, false},
 		{find("dead-waiter-notify", "v3"), Cell{Observed: OwnCheck}, true},
 		{find("dead-waiter-notify", "v3"), Cell{Observed: MovesOn}, false},
 	} {

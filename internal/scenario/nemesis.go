@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/reason"
 	"github.com/locklab/locklab/internal/versions"
 )
 
@@ -194,7 +195,7 @@ func (e Env) Nemesis(ctx context.Context, start time.Time, faults []Fault, log f
 		case <-time.After(time.Until(start.Add(f.At))): // the schedule's own time
 		}
 		if f.Kind == FaultSlowHolder { // the load sends it: see SlowSales
-			e.mark(fmt.Sprintf("a sale holds the lock %s", f.For.Round(time.Millisecond)))
+			e.mark(reason.New("holdsFor", "a sale holds the lock {for}", "for", f.For.Round(time.Millisecond)))
 			continue
 		}
 		if err := e.inject(ctx, f); err != nil { // a fault not made is said, and fails the run
@@ -219,9 +220,9 @@ func (e Env) inject(ctx context.Context, f Fault) error {
 		if err != nil {
 			return err
 		}
-		e.mark(f.Target + " paused")
+		e.mark(reason.New("paused", "{node} paused", "node", f.Target))
 		hold()
-		e.mark(f.Target + " resumed")
+		e.mark(reason.New("resumed", "{node} resumed", "node", f.Target))
 		return thaw()
 	case FaultKill:
 		restart, err := e.kill(f.Target)
@@ -247,9 +248,9 @@ func (e Env) inject(ctx context.Context, f Fault) error {
 		if err := e.Procs.JumpClock(f.Target, f.Latency); err != nil {
 			return err
 		}
-		e.mark(fmt.Sprintf("%s's clock %s ahead", f.Target, f.Latency))
+		e.mark(reason.New("clockAhead", "{node}'s clock {by} ahead", "node", f.Target, "by", f.Latency))
 		hold()
-		e.mark(f.Target + "'s clock back")
+		e.mark(reason.New("clockBack", "{node}'s clock back", "node", f.Target))
 		return notUndone(f.Target, LeftClockAhead, e.Procs.JumpClock(f.Target, 0))
 	}
 	return fmt.Errorf("no such fault %q", f.Kind)

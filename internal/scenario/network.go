@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/probe"
+	"github.com/locklab/locklab/internal/reason"
 )
 
 // The network scenarios act on the proxy between one replica and one Redis
@@ -129,10 +129,10 @@ func (e Env) cut(replica, node string) (heal func() error, err error) {
 			return nil, errors.Join(fmt.Errorf("scenario: cut %s: %w", p.Name, err), e.removeToxics(p, "cut-upstream"))
 		}
 	}
-	e.mark(replica + " cut off from " + node)
+	e.mark(reason.New("cutOff", "{replica} cut off from {node}", "replica", replica, "node", node))
 	return sync.OnceValue(func() error {
 		err := e.removeToxics(p, "cut-upstream", "cut-downstream")
-		e.mark(replica + " reaches " + node + " again")
+		e.mark(reason.New("reachesAgain", "{replica} reaches {node} again", "replica", replica, "node", node))
 		return notUndone(p.Name, LeftCutOff, err)
 	}), nil
 }
@@ -147,7 +147,7 @@ func (e Env) delay(replica, node string, d time.Duration) (undelay func() error,
 	if _, err := p.AddToxic("delay", "latency", "upstream", 1, toxiproxy.Attributes{"latency": d.Milliseconds()}); err != nil {
 		return nil, fmt.Errorf("scenario: delay %s: %w", p.Name, err)
 	}
-	e.mark(replica + "'s packets to " + node + " delayed " + strconv.FormatInt(d.Milliseconds(), 10) + " ms")
+	e.mark(reason.New("delayed", "{replica}'s packets to {node} delayed {ms} ms", "replica", replica, "node", node, "ms", d.Milliseconds()))
 	return sync.OnceValue(func() error { return notUndone(p.Name, LeftDelayed, e.removeToxics(p, "delay")) }), nil
 }
 

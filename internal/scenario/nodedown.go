@@ -10,6 +10,7 @@ import (
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/probe"
+	"github.com/locklab/locklab/internal/reason"
 	"github.com/locklab/locklab/internal/versions"
 )
 
@@ -46,7 +47,7 @@ func nodeDown(ctx context.Context, e Env, lock string, before int64) (observed, 
 			if err := e.waitUntil(ctx, 20*time.Second, func() (bool, error) { return e.elected(ctx, lock, victim), nil }); err != nil {
 				return "", "", fmt.Errorf("%s elected no new leader after %s was killed: %w", lock, victim, err)
 			}
-			e.mark(lock + " elected a new leader")
+			e.mark(reason.New("newLeader", "{lock} elected a new leader", "lock", lock))
 			elected = fmt.Sprintf(", %s (the leader) killed, a new leader in %s", victim, time.Since(start).Round(10*time.Millisecond))
 		}
 		replies := e.fire(ctx, lock, 10)
@@ -68,7 +69,7 @@ func nodeDown(ctx context.Context, e Env, lock string, before int64) (observed, 
 	if err != nil {
 		return "", "", err
 	}
-	e.mark(node + " frozen")
+	e.mark(reason.New("frozen", "{node} frozen", "node", node))
 	defer func() { err = also(err, thaw()) }()
 	replies := e.fire(ctx, lock, 5)
 	if err := thaw(); err != nil {
@@ -137,7 +138,7 @@ func (e Env) kill(names ...string) (restart func(context.Context) error, err err
 			return nil, errors.Join(err, restart(context.Background()))
 		}
 		restarts = append(restarts, restarted(name, r))
-		e.mark(name + " killed")
+		e.mark(reason.New("killed", "{node} killed", "node", name))
 	}
 	return restart, nil
 }

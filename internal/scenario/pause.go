@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/reason"
 	"github.com/locklab/locklab/internal/versions"
 )
 
@@ -35,7 +36,7 @@ func pausedHolder(ctx context.Context, e Env, lock string, before int64, fenced 
 	if err := e.waitUntil(ctx, 5*time.Second, stopped); err != nil {
 		return "", "", fmt.Errorf("the first sale's replica never stopped before its write: %w", err)
 	}
-	e.mark(e.Replicas[0].Name + " stopped before its write")
+	e.mark(reason.New("stoppedBeforeWrite", "{node} stopped before its write", "node", e.Replicas[0].Name))
 	if noLease(lock) {
 		return e.pausedForever(ctx, lock, before, fence, s, thaw)
 	}
@@ -46,7 +47,7 @@ func pausedHolder(ctx context.Context, e Env, lock string, before int64, fenced 
 	if rb.err != nil {
 		return "", "", rb.err
 	}
-	e.mark(e.Replicas[0].Name + " resumed")
+	e.mark(reason.New("resumed", "{node} resumed", "node", e.Replicas[0].Name))
 	if err := thaw(); err != nil {
 		return "", "", err
 	}
@@ -86,7 +87,7 @@ func (e Env) pausedForever(ctx context.Context, lock string, before int64, fence
 		return "", "", err
 	}
 	resumed := time.Now()
-	e.mark(e.Replicas[0].Name + " resumed")
+	e.mark(reason.New("resumed", "{node} resumed", "node", e.Replicas[0].Name))
 	if err := thaw(); err != nil {
 		return "", "", err
 	}

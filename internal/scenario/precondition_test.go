@@ -11,6 +11,7 @@ import (
 
 	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/checker"
+	"github.com/locklab/locklab/internal/reason"
 )
 
 var (
@@ -23,7 +24,7 @@ var (
 // A cell whose precondition did not happen is never a pass, whatever it was
 // expected to observe.
 func TestNotTestedIsNeverOK(t *testing.T) {
-	c := Cell{Expected: NoOversell, Observed: notTested("B gave up")}
+	c := Cell{Expected: NoOversell, Observed: notTested(reason.New("x", "B gave up"))}
 	if c.OK() || !c.NotTested() {
 		t.Fatalf("%+v: OK %v, NotTested %v; want a cell that is not tested and not OK", c, c.OK(), c.NotTested())
 	}
@@ -104,7 +105,7 @@ func TestFailoverAckPrecondition(t *testing.T) {
 		{unavailable, true, 1, false}, // A wrote
 		{sold, true, 1, false},
 	} {
-		why := gaveUpForAck(c.ra, c.waited, c.wrote)
+		why := gaveUpForAck(c.ra, c.waited, c.wrote).Text
 		if (why == "") != c.ok {
 			t.Errorf("gaveUpForAck(%s, waited %v, wrote %d) = %q; want gave up: %v", c.ra, c.waited, c.wrote, why, c.ok)
 		}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/internal/reason"
 )
 
 // Outcomes of the Redlock restart scenarios, read from the history.
@@ -64,7 +66,7 @@ func redlockRestart(fix restartFix) runFunc {
 			if err != nil {
 				return "", "", err
 			}
-			e.mark(b + " persists every write (appendfsync always)")
+			e.mark(reason.New("fsyncAlways", "{node} persists every write (appendfsync always)", "node", b))
 		}
 		// This machine's restart, measured: kill C, start it, until it answers.
 		restartC, err := e.kill(c)
@@ -75,7 +77,7 @@ func redlockRestart(fix restartFix) runFunc {
 		if err != nil {
 			return "", "", err
 		}
-		e.mark(fmt.Sprintf("%s restarted in %s (timed)", c, measured.Round(time.Millisecond)))
+		e.mark(reason.New("restartedIn", "{node} restarted in {took} (timed)", "node", c, "took", measured.Round(time.Millisecond)))
 		aLease := (e.TTL + 4*measured).Round(time.Millisecond)
 		if restartC, err = e.kill(c); err != nil {
 			return "", "", err
@@ -89,7 +91,7 @@ func redlockRestart(fix restartFix) runFunc {
 		if werr := e.waitUntil(ctx, 10*time.Second, func() (bool, error) { return e.Procs.Stopped(e.Replicas[0].Name) }); werr != nil {
 			return "", "", fmt.Errorf("the first sale never stopped before its write, holding the lock: %w", werr)
 		}
-		e.mark(fmt.Sprintf("%s stopped before its write, holding the lock (lease %s)", e.Replicas[0].Name, aLease))
+		e.mark(reason.New("stoppedHoldingLease", "{node} stopped before its write, holding the lock (lease {lease})", "node", e.Replicas[0].Name, "lease", aLease))
 		n1, err1 := e.Redis.Exists(ctx, e.LockKey).Result()
 		n2, err2 := bRedis.Exists(ctx, e.LockKey).Result()
 		if err := errors.Join(err1, err2); err != nil {
@@ -102,7 +104,7 @@ func redlockRestart(fix restartFix) runFunc {
 		if err != nil {
 			return "", "", err
 		}
-		e.mark(b + " killed")
+		e.mark(reason.New("killed", "{node} killed", "node", b))
 		upB := once(restarted(b, restartB))
 		defer func() { err = errors.Join(err, upB(ctx)) }()
 		var took string
@@ -112,7 +114,7 @@ func redlockRestart(fix restartFix) runFunc {
 			if err != nil {
 				return "", "", err
 			}
-			e.mark(c + " restarted")
+			e.mark(reason.New("restarted", "{node} restarted", "node", c))
 			took = fmt.Sprintf("%s restarted in %s, %s still down", c, d.Round(time.Millisecond), b)
 		default:
 			dC := make(chan error, 1)
@@ -126,7 +128,7 @@ func redlockRestart(fix restartFix) runFunc {
 			if err := errors.Join(err, <-dC); err != nil {
 				return "", "", err
 			}
-			e.mark(b + " and " + c + " restarted")
+			e.mark(reason.New("bothRestarted", "{a} and {b} restarted", "a", b, "b", c))
 			took = fmt.Sprintf("%s and %s restarted in %s and %s", b, c, tB.Round(time.Millisecond), tC.Round(time.Millisecond))
 		}
 		// C came back empty: every SET it has served since is one of S's
@@ -153,7 +155,7 @@ func redlockRestart(fix restartFix) runFunc {
 		if err != nil {
 			return "", "", err
 		}
-		e.mark(e.Replicas[0].Name + " resumed")
+		e.mark(reason.New("resumed", "{node} resumed", "node", e.Replicas[0].Name))
 		if err := thaw(); err != nil {
 			return "", "", err
 		}
@@ -165,7 +167,7 @@ func redlockRestart(fix restartFix) runFunc {
 			if err := upB(ctx); err != nil {
 				return "", "", err
 			}
-			e.mark(b + " restarted, the first sale's lease over")
+			e.mark(reason.New("restartedLeaseOver", "{node} restarted, the first sale's lease over", "node", b))
 		}
 		if err := errors.Join(ra.err, rs.err); err != nil {
 			return "", "", err
@@ -176,7 +178,7 @@ func redlockRestart(fix restartFix) runFunc {
 		if left <= 0 {
 			// The overlap, if any, would be an expired lease's: this cell
 			// shows nothing about restarts then.
-			return notTested("the first sale's lease ran out before it resumed: any overlap would be the expired lease's, not the restart's"), detail + ", the first sale's key gone from the stock's node before it resumed", err
+			return notTested(reason.New("leaseRanOutFirst", "the first sale's lease ran out before it resumed: any overlap would be the expired lease's, not the restart's")), detail + ", the first sale's key gone from the stock's node before it resumed", err
 		}
 		// A's release, which finds its key on the stock's node only, is in
 		// the history (Run adds every failed release to the detail).

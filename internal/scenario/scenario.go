@@ -13,11 +13,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/locklab/locklab/internal/checker"
 	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/reason"
 )
 
 // Outcomes, as the tables print them.
@@ -49,8 +51,35 @@ const (
 // pass, whatever was expected: Cell.OK is false for it.
 const NotTested = "not tested: "
 
-// notTested is the observation of a cell whose precondition did not happen.
-func notTested(why string) string { return NotTested + why }
+// notTested is the observation of a cell whose precondition did not happen,
+// why as a reason: Run lists it in the cell's Reasons (the lab's page says
+// it in its reader's language), found again by its text among the last
+// few made (whys, bounded: a cell's run reads its own at once).
+func notTested(why reason.Reason) string {
+	whys.Lock()
+	defer whys.Unlock()
+	if whys.by == nil || len(whys.by) >= 64 {
+		whys.by = map[string]reason.Reason{}
+	}
+	whys.by[why.Text] = why
+	return NotTested + why.Text
+}
+
+var whys struct {
+	sync.Mutex
+	by map[string]reason.Reason // by text
+}
+
+// whyNotTested is the reason notTested put in observed ("" code: none).
+func whyNotTested(observed string) reason.Reason {
+	text, ok := strings.CutPrefix(observed, NotTested)
+	if !ok {
+		return reason.Reason{}
+	}
+	whys.Lock()
+	defer whys.Unlock()
+	return whys.by[text]
+}
 
 // Scenario is one fault and what each version is expected to do under it.
 type Scenario struct {
@@ -143,6 +172,9 @@ type Cell struct {
 	Sales   []history.Sale  `json:"-"`
 	Marks   []history.Mark  `json:"marks,omitempty"`
 	Verdict checker.Verdict `json:"-"`
+	// Reasons are the why of a "not tested" observation as a reason
+	// (code and params), for the lab's page.
+	Reasons []reason.Reason `json:"reasons,omitempty"`
 }
 
 // OK reports whether the observation matched the expectation, and the
@@ -262,6 +294,9 @@ func (s Scenario) Run(ctx context.Context, e Env, lock string) (Cell, error) {
 		}
 	}
 	c.Evidence = agrees(c.Observed, v)
+	if why := whyNotTested(c.Observed); why.Code != "" {
+		c.Reasons = append(c.Reasons, why)
+	}
 	return c, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/reason"
 )
 
 // promotionLimit bounds how long Sentinel may take to promote a standby once
@@ -116,19 +117,19 @@ func failoverSentinel(ack bool) runFunc {
 				return "", "", fmt.Errorf("the first sale answered %s without stopping before its write", ra)
 			}
 			why, err := e.ackStopped(ctx, ra, waits, before)
-			if err != nil || why != "" {
+			if err != nil || why.Text != "" {
 				return notTested(why), "reply " + ra.String(), err
 			}
-			e.mark(e.Replicas[0].Name + " gave the lock up: no standby acknowledged it")
+			e.mark(reason.New("gaveUpNoStandby", "{node} gave the lock up: no standby acknowledged it", "node", e.Replicas[0].Name))
 		} else {
-			e.mark(e.Replicas[0].Name + " stopped before its write, holding the lock")
+			e.mark(reason.New("stoppedHolding", "{node} stopped before its write, holding the lock", "node", e.Replicas[0].Name))
 		}
 		restartPrimary, err := e.Procs.Kill(e.StockNode)
 		if err != nil {
 			return "", "", err
 		}
 		killed := time.Now()
-		e.mark(e.StockNode + " (primary) killed")
+		e.mark(reason.New("primaryKilled", "{node} (primary) killed", "node", e.StockNode))
 		defer func() {
 			// The failback gets its own time: the cell's deadline may be
 			// what ended it, and the cluster must be left as it was.
@@ -151,7 +152,7 @@ func failoverSentinel(ack bool) runFunc {
 		}); werr != nil {
 			return "", "", fmt.Errorf("Sentinel promoted no standby within %s of the primary's death: %w", promotionLimit, werr)
 		}
-		e.mark(fmt.Sprintf("Sentinel promoted %s (%s after the kill)", promoted.Name, time.Since(killed).Round(100*time.Millisecond)))
+		e.mark(reason.New("sentinelPromoted", "Sentinel promoted {node} ({after} after the kill)", "node", promoted.Name, "after", time.Since(killed).Round(100*time.Millisecond)))
 		if err := healAll(); err != nil { // the links led to the dead primary: nothing more to keep from the standbys
 			return "", "", err
 		}
@@ -160,10 +161,10 @@ func failoverSentinel(ack bool) runFunc {
 			return "", "", err
 		}
 		if a != nil && time.Since(aSent) >= e.TTL { // A took the lock after aSent: its lease ended after aSent + TTL
-			return notTested(fmt.Sprintf("sale B answered %s after A's sale was sent, past A's lease (-ttl %s): any overlap would be the lease's, not the failover's; give the replicas a longer -ttl", time.Since(aSent).Round(time.Millisecond), e.TTL)), "", nil
+			return notTested(reason.New("pastLease", "sale B answered {after} after A's sale was sent, past A's lease (-ttl {ttl}): any overlap would be the lease's, not the failover's; give the replicas a longer -ttl", "after", time.Since(aSent).Round(time.Millisecond), "ttl", e.TTL)), "", nil
 		}
 		if a != nil {
-			e.mark(e.Replicas[0].Name + " resumed")
+			e.mark(reason.New("resumed", "{node} resumed", "node", e.Replicas[0].Name))
 			if err := thaw(); err != nil {
 				return "", "", err
 			}
@@ -185,11 +186,11 @@ func failoverSentinel(ack bool) runFunc {
 // the lock up for want of an acknowledgement ("" when it did): gaveUpForAck
 // on the stock's node's WAITs since there were waits, and its stock since it
 // was before.
-func (e Env) ackStopped(ctx context.Context, ra reply, waits, before int64) (string, error) {
+func (e Env) ackStopped(ctx context.Context, ra reply, waits, before int64) (reason.Reason, error) {
 	n, err1 := calls(ctx, e.Redis, "wait")
 	stock, err2 := e.Redis.Get(ctx, e.StockKey).Int64()
 	if err := errors.Join(err1, err2); err != nil {
-		return "", err
+		return reason.Reason{}, err
 	}
 	return gaveUpForAck(ra, n > waits, before-stock), nil
 }
@@ -201,16 +202,16 @@ func (e Env) ackStopped(ctx context.Context, ra reply, waits, before int64) (str
 // (wrote, the units it went down by). A 503 for another reason (the lock
 // not obtained, a node unreachable) tested nothing about the
 // acknowledgement.
-func gaveUpForAck(ra reply, waited bool, wrote int64) string {
+func gaveUpForAck(ra reply, waited bool, wrote int64) reason.Reason {
 	switch {
 	case ra.status != http.StatusServiceUnavailable:
-		return fmt.Sprintf("the first sale answered %s: it neither held the lock through the fault nor gave it up for want of an acknowledgement", ra)
+		return reason.New("neitherHeldNorGaveUp", "the first sale answered {reply}: it neither held the lock through the fault nor gave it up for want of an acknowledgement", "reply", ra)
 	case !waited:
-		return fmt.Sprintf("the first sale answered %s, but no WAIT reached the stock's node: something other than the acknowledgement stopped it", ra)
+		return reason.New("noWait", "the first sale answered {reply}, but no WAIT reached the stock's node: something other than the acknowledgement stopped it", "reply", ra)
 	case wrote != 0:
-		return fmt.Sprintf("the first sale answered %s, but the stock went down by %d: it wrote", ra, wrote)
+		return reason.New("itWrote", "the first sale answered {reply}, but the stock went down by {n}: it wrote", "reply", ra, "n", wrote)
 	}
-	return ""
+	return reason.Reason{}
 }
 
 // sellOnPromoted is sale B, on replica 2, once its client has found the

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/probe"
+	"github.com/locklab/locklab/internal/reason"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/redis/go-redis/v9"
 )
@@ -69,7 +70,7 @@ func (e Env) linkThroughProxy(ctx context.Context, sb Standby) error {
 		if err := sb.Redis.SlaveOf(ctx, host, port).Err(); err != nil {
 			return fmt.Errorf("scenario: %s: REPLICAOF its proxy %s: %w", sb.Name, sb.Link, err)
 		}
-		e.mark(sb.Name + " replicates through its proxy again")
+		e.mark(reason.New("replicatesAgain", "{node} replicates through its proxy again", "node", sb.Name))
 	}
 	return e.standbyInSync(ctx, sb)
 }
@@ -132,7 +133,7 @@ func (e Env) sentinelFailBack(ctx context.Context, sentinels []*redis.SentinelCl
 	}); err != nil {
 		return fail(fmt.Errorf("%s never caught up with %s: %w", e.StockNode, promoted.Name, err))
 	}
-	e.mark(e.StockNode + " back, a replica of " + promoted.Name)
+	e.mark(reason.New("backAsReplica", "{node} back, a replica of {primary}", "node", e.StockNode, "primary", promoted.Name))
 	if err := e.primaryIs(ctx, sentinels, promoted.Addr); err != nil { // the failover to it over, everywhere
 		return fail(err)
 	}
@@ -179,7 +180,7 @@ func (e Env) sentinelFailBack(ctx context.Context, sentinels []*redis.SentinelCl
 	if err != nil {
 		return fail(err)
 	}
-	e.mark("Sentinel failed back to " + e.StockNode)
+	e.mark(reason.New("failedBack", "Sentinel failed back to {node}", "node", e.StockNode))
 	for _, sb := range e.Standbys { // the one promoted is still a primary until Sentinel demotes it
 		if err := e.linkThroughProxy(ctx, sb); err != nil {
 			return fail(err)

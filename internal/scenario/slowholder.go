@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/reason"
 )
 
 // slowHolder: S sells with hold 1.5 x TTL. Once S holds the lock, B comes in
@@ -53,8 +54,8 @@ func slowHeld(ctx context.Context, e Env, lock string, before int64, fenced bool
 func slowVerdict(oversold, held int64, rs, rb reply, ttl time.Duration) string {
 	switch {
 	case oversold == 0 && rb.outcome != api.Sold && rb.elapsed < ttl:
-		return notTested(fmt.Sprintf("B answered %s after %s, before A's %s lease ran out: raise INVENTORY_ACQUIRE_TIMEOUT above INVENTORY_TTL",
-			rb, rb.elapsed.Round(time.Millisecond), ttl))
+		return notTested(reason.New("gaveUpEarly", "B answered {reply} after {after}, before A's {ttl} lease ran out: raise INVENTORY_ACQUIRE_TIMEOUT above INVENTORY_TTL",
+			"reply", rb, "after", rb.elapsed.Round(time.Millisecond), "ttl", ttl))
 	case oversold == 0 && rs.code == api.CodeFenced:
 		return StaleRefused
 	case oversold == 0:

@@ -89,10 +89,10 @@ function said(key, text) {
 // outcomeText is a cell's outcome, expected or observed, in the page's
 // language: the lab names each outcome the scenarios say (outcomes: text
 // to code).
-function outcomeText(text) {
+function outcomeText(text, reasons) {
   const code = state.matrix && state.matrix.outcomes && state.matrix.outcomes[text];
   if (code) return said("outcome." + code, text);
-  if (i18n.lang !== "en" && text && text.startsWith("not tested: ")) return t("outcome.notTested", { why: serverText(text.slice(12)) });
+  if (i18n.lang !== "en" && text && text.startsWith("not tested: ")) return t("outcome.notTested", { why: serverText(text.slice(12), reasons) });
   return text;
 }
 
@@ -259,7 +259,7 @@ async function loadMatrix() {
   const locks = m.locks.filter((l) => m.scenarios.some((s) => l in s.expect));
   $("#matrix thead").replaceChildren(el("tr", {}, el("th", { text: t("faults.scenario") }), ...locks.map((l) => el("th", { text: l }))));
   $("#matrix tbody").replaceChildren(...m.scenarios.map((s) => el("tr", {},
-    el("th", { scope: "row", title: (has("injected." + s.name) ? t("injected." + s.name) : s.injected) + (s.needs ? t("faults.needs", { what: s.needs }) : ""), text: s.name }),
+    el("th", { scope: "row", title: (has("injected." + s.name) ? t("injected." + s.name) : s.injected) + (s.needs ? t("faults.needs", { what: serverText(s.needs, m.reasons) }) : ""), text: s.name }),
     ...locks.map((l) => {
       if (!(l in s.expect)) return el("td", { text: "" });
       const b = el("button", { type: "button", text: t("faults.run"), disabled: !m.available });
@@ -420,8 +420,7 @@ function cellsBlocked() {
 // blockedText is what a disabled fault button says: why, and the command.
 function blockedText(why) {
   const m = state.matrix;
-  const said = why === m.why_no_hooks ? t("cells.noHooks") : why === m.why_no_cluster ? t("cells.noCluster") : why;
-  return t("cells.blocked", { why: said, command: m.command });
+  return t("cells.blocked", { why: serverText(why, m.reasons), command: m.command });
 }
 
 // withCommand is text with the lab's command in it set as code.
@@ -666,7 +665,7 @@ function record(title, text) {
 // never started its fault), did not finish, as expected or not as expected.
 function cellOutcome(c) {
   if (c.status === "running") return t("cells.running");
-  if (c.status === "failed") return (c.why || "").startsWith("Could not run") ? t("cells.couldNotRun") : t("cells.didNotFinish");
+  if (c.status === "failed") return (c.reasons || []).some((r) => r.code.startsWith("couldNotRun")) ? t("cells.couldNotRun") : t("cells.didNotFinish");
   return c.ok ? t("cells.asExpected") : t("cells.notAsExpected");
 }
 
@@ -674,9 +673,9 @@ function cellOutcome(c) {
 // recorded (and, when it failed, the error) is one click away.
 function cellVerdict(c) {
   const outcome = cellOutcome(c);
-  const sentence = c.status === "failed" ? serverText(c.why) || t("cells.didNotFinishLong")
-    : c.ok ? t("cells.ok", { scenario: c.scenario, lock: c.lock, observed: outcomeText(c.observed) })
-      : t("cells.notOk", { scenario: c.scenario, lock: c.lock, observed: outcomeText(c.observed), expected: outcomeText(c.expected) });
+  const sentence = c.status === "failed" ? serverText(c.why, c.reasons) || t("cells.didNotFinishLong")
+    : c.ok ? t("cells.ok", { scenario: c.scenario, lock: c.lock, observed: outcomeText(c.observed, c.reasons) })
+      : t("cells.notOk", { scenario: c.scenario, lock: c.lock, observed: outcomeText(c.observed, c.reasons), expected: outcomeText(c.expected) });
   const rec = [c.detail, c.evidence, c.error].filter(Boolean).join("\n\n");
   return el("div", { className: "verdict", "data-word": c.status === "failed" ? "not tested" : c.ok ? "ok" : "violated", "data-cell": c.scenario + "/" + c.lock },
     el("span", { className: "word", text: outcome }), ...withCommand(sentence), rec ? record(t("cells.recorded"), rec) : null);
@@ -724,57 +723,38 @@ function verdict(res) {
   const parts = [[null, t("verdict.sold", { sold: res.sold, before: res.stock_before, after: res.stock_after })], ["oversold", " " + res.oversold],
     [null, t("verdict.failed", { n: res.failed || 0 })], ["not served", " " + t("verdict.ofRequests", { n: notServed(res), of: res.requests })]];
   if (res.faults) parts.push([null, t("verdict.faults", { n: res.faults })]); // only under the nemesis
-  if (res.too_little) parts.push([null, t("verdict.tooLittle", { why: serverText(res.too_little) })]);
+  if (res.too_little) parts.push([null, t("verdict.tooLittle", { why: serverText(res.too_little, res.reasons) })]);
   if (res.history_checked) parts.push(["two holders", " " + res.two_holders], ["lost updates", " " + res.lost_updates]);
   if (res.linearizability) parts.push(["linearizable", t("verdict.colon") + (glossary[res.linearizability] ? t("word." + glossary[res.linearizability]) : res.linearizability)]);
-  for (const why of [res.not_linearizable, res.untested, res.history_note]) if (why) parts.push([null, serverText(why)]);
+  for (const why of [res.not_linearizable, res.untested, res.history_note]) if (why) parts.push([null, serverText(why, res.reasons)]);
   const kids = parts.flatMap(([k, p], i) => [i ? " · " : "", ...(k ? [term(k), p] : [p])]);
   return el("div", { className: "verdict", "data-word": w, "data-lock": res.lock },
     el("span", { className: "word", title: t("glossary." + glossary[w]), text: t("word." + glossary[w]) }), el("b", { text: (res.lock + " " + (res.wait || "")).trim() + t("verdict.colon") }), ...kids);
 }
 
-// serverText is a sentence the checker or the load test wrote (English,
-// with its numbers and request ids) in the page's language: each known
-// form is a catalogue key, its numbers and names put back in; a form not
-// listed here is shown as the server wrote it.
-const serverForms = [
-  [/^(?<sold>\d+) sold, but the stock went down by (?<by>\d+)$/, "server.soldButDown"],
-  [/^no requests in the client's history$/, "server.noRequests"],
-  [/^no request sold \((?<n>\d+) requests: (?<parts>.*)\)$/, "server.noneSold"],
-  [/^porcupine found no order, the counter check found one: a bug in one of them$/, "server.checkersDisagree"],
-  [/^the stock grew from (?<a>-?\d+) to (?<b>-?\d+)$/, "server.stockGrew"],
-  [/^the stock went from (?<a>-?\d+) to (?<b>-?\d+), below 0$/, "server.belowZero"],
-  [/^request (?<id>\S+) reported (?<n>-?\d+) left, but the stock went from (?<a>-?\d+) to (?<b>-?\d+)$/, "server.reportedOutside"],
-  [/^requests (?<a>\S+) and (?<b>\S+) both reported (?<n>-?\d+) left$/, "server.bothReported"],
-  [/^the stock went from (?<a>-?\d+) to (?<b>-?\d+), but no request can have left (?<n>-?\d+)$/, "server.noneLeft"],
-  [/^request (?<id>\S+) reported (?<n>-?\d+) left at (?<at>\S+), before the stock can have come down to (?<m>-?\d+)$/, "server.tooEarly"],
-  [/^request (?<id>\S+) answered sold out at (?<at>\S+), when the stock cannot have been 0 yet$/, "server.soldOutEarly"],
-  [/^sold nothing$/, "server.soldNothing"],
-  [/^served (?<n>\d+) of (?<of>\d+)$/, "server.served"],
-  // A cell's why (cells.go): the lab's words for why it could not run.
-  [/^Could not run: (?<why>.+), start (?<command>make \w+)\.$/, "server.couldNotRunStart"],
-  [/^Could not run: (?<why>.+)\.$/, "server.couldNotRun"],
-  [/^It did not finish: it stopped with an error before it could say what the lock did\.$/, "server.didNotFinishError"],
-  [/^It did not finish: it was stopped\.$/, "server.didNotFinishStopped"],
-  [/^the replicas run without their fault hooks \(make up starts them so\)$/, "cells.noHooks"],
-  [/^this lab has no local cluster to fault \(it was started without one, as the Compose stack starts it\)$/, "cells.noCluster"],
-  [/^the lab could not read the local cluster's state$/, "server.noState"],
-  [/^it needs the fault proxies, and this cluster was started without them$/, "server.needsProxies"],
-  [/^it needs a cluster without Redis Sentinel, and this one has it$/, "server.noSentinelWanted"],
-  [/^it needs Redis Sentinel watching the stock's node, which (?<command>make \w+) does not start \(make scenarios runs it, in its second pass\)$/, "server.needsSentinel"],
-  [/^its second sale must wait past the first one's lease, and the replicas give up waiting sooner than that$/, "server.waitsTooShort"],
-];
-
-function serverText(text) {
+// serverText is a sentence the server wrote (English, with its numbers
+// and request ids) in the page's language. The reply lists each such
+// sentence among its reasons: its code (the catalogue's server.CODE) and
+// the numbers and names put in it; a name that is itself a listed
+// reason's text (a cell's why inside "Could not run: ...") is said too.
+// Sentences joined by "; " are said one by one; one the reply does not
+// list is shown as the server wrote it.
+function serverText(text, reasons) {
   if (!text || i18n.lang === "en") return text;
-  return text.split("; ").map((part) => {
-    for (const [re, key] of serverForms) {
-      const m = part.match(re);
-      // A why inside is the server's words too (a cell's reason).
-      if (m) return t(key, Object.fromEntries(Object.entries(m.groups || {}).map(([k, v]) => [k, k === "why" ? serverText(v) : v])));
-    }
-    return part;
-  }).join(t("server.join"));
+  const by = new Map((reasons || []).map((r) => [r.text, r]));
+  const say = (s) => {
+    const r = by.get(s);
+    if (!r || !has("server." + r.code)) return s;
+    return t("server." + r.code, Object.fromEntries(Object.entries(r.params || {}).map(([k, v]) => [k, say(v)])));
+  };
+  return by.has(text) ? say(text) : text.split("; ").map(say).join(t("server.join"));
+}
+
+// markText is a fault's moment on the timeline in the page's language: its
+// code and params (as a reason's), or its label as the server wrote it.
+function markText(m) {
+  if (i18n.lang === "en" || !m.code || !has("server." + m.code)) return m.label;
+  return t("server." + m.code, m.params || {});
 }
 
 // marks are the holds the server marked as overlapping another owner's
@@ -810,6 +790,8 @@ function drawTimeline(r) {
   canvas.dataset.holds = holds.length;
   canvas.dataset.overlaps = overlap.size;
   canvas.dataset.lost = lost.size;
+  // The marks' labels as drawn (none with no holds), for the browser test.
+  canvas.dataset.markLabels = holds.length ? faultMarks.map(markText).join("\n") : "";
   if (!holds.length) return;
   let t0 = Infinity, t1 = -Infinity;
   for (const x of holds) { t0 = Math.min(t0, x.from); t1 = Math.max(t1, x.to); }
@@ -865,7 +847,7 @@ function drawTimeline(r) {
     const x = X(new Date(m.at).getTime() * 1000);
     g.beginPath(); g.moveTo(x, top); g.lineTo(x, h - 16); g.stroke();
     g.fillStyle = "#1d232b";
-    g.fillText(m.label, Math.min(x + 3, w - 200), labelY);
+    g.fillText(markText(m), Math.min(x + 3, w - 200), labelY);
     labelY = labelY > h - 40 ? top + 10 : labelY + 13;
   }
   g.setLineDash([]);
@@ -958,15 +940,15 @@ function drawMatrix() {
   for (const td of document.querySelectorAll("#choose td[data-cell]")) {
     const c = state.cells[td.dataset.cell];
     const obs = td.querySelector(".observed");
-    obs.textContent = c && c.status === "done" ? (c.ok ? t("choose.seenOk") : t("choose.seenBad", { observed: outcomeText(c.observed) })) : "";
+    obs.textContent = c && c.status === "done" ? (c.ok ? t("choose.seenOk") : t("choose.seenBad", { observed: outcomeText(c.observed, c.reasons) })) : "";
     obs.dataset.ok = c && c.status === "done" ? String(c.ok) : "";
   }
   for (const td of document.querySelectorAll("#matrix td[data-cell]")) {
     const c = state.cells[td.dataset.cell];
     const obs = td.querySelector(".observed");
-    obs.textContent = c ? (c.status === "done" ? (c.ok ? "✓ " : "✗ ") + outcomeText(c.observed) : cellOutcome(c) + (c.status === "running" ? "..." : "")) : "";
+    obs.textContent = c ? (c.status === "done" ? (c.ok ? "✓ " : "✗ ") + outcomeText(c.observed, c.reasons) : cellOutcome(c) + (c.status === "running" ? "..." : "")) : "";
     obs.dataset.ok = c && c.status === "done" ? String(c.ok) : "";
-    obs.title = c ? (c.status === "failed" ? serverText(c.why) : c.detail) || "" : "";
+    obs.title = c ? (c.status === "failed" ? serverText(c.why, c.reasons) : c.detail) || "" : "";
     const b = td.querySelector("button");
     b.disabled = busy || Boolean(blocked);
     b.title = says;
@@ -980,7 +962,7 @@ function drawRuns() {
       const bad = (v) => (v > 0 ? "bad" : "");
       rows.push(el("tr", {},
         el("td", {}, r.file ? r.id : el("a", { href: "/lab/runs/" + r.id, text: r.id })), el("td", { text: res.lock }), el("td", { text: res.wait || "" }),
-        el("td", { className: res.too_little ? "bad" : "", text: res.sold, title: res.too_little ? t("verdict.tooLittle", { why: serverText(res.too_little) }) : "" }),
+        el("td", { className: res.too_little ? "bad" : "", text: res.sold, title: res.too_little ? t("verdict.tooLittle", { why: serverText(res.too_little, res.reasons) }) : "" }),
         el("td", { className: bad(res.failed), text: res.failed || 0 }),
         el("td", { className: res.too_little ? "bad" : "", text: notServed(res) }),
         el("td", { className: bad(res.oversold), text: res.oversold }),
