@@ -39,7 +39,7 @@ test-e2e-soak: check-tools
 lab-screenshot:
 	@d=$$(mktemp -d); trap 'rm -rf $$d' EXIT; \
 	LAB_SCREENSHOTS=$$d $(GO) test -tags e2e -count=1 -run '^TestLab$$' ./e2e/ && \
-	cp $$d/lab-2-v2.png docs/lab.png && cp $$d/lab-5-slow-holder.png docs/lab-slow-holder.png && \
+	cp $$d/view-runs-1280.png docs/lab.png && cp $$d/lab-5-slow-holder.png docs/lab-slow-holder.png && \
 	cp $$d/lab-5-slow-holder+fence.png docs/lab-slow-holder-fence.png && cp $$d/lab-7-not-undone.png docs/lab-not-undone.png && \
 	echo "docs/lab.png, docs/lab-slow-holder.png, docs/lab-slow-holder-fence.png, docs/lab-not-undone.png written"
 

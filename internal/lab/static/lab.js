@@ -534,7 +534,7 @@ function listen() {
     state.stack = snap.stack || [];
     for (const r of snap.runs || []) adoptQuiet(r);
     if (snap.running) adopt(snap.running);
-    else if (!state.current && state.runs.length) state.current = state.runs[state.runs.length - 1];
+    else if (!state.current && state.runs.length) showLast(state.runs[state.runs.length - 1]);
     touch();
   });
   es.addEventListener("stack", (e) => { state.stack = JSON.parse(e.data); touch("stack", "matrix"); });
@@ -573,6 +573,19 @@ function listen() {
     if (!state.current || state.current.cell || c.status === "running") showCell(c);
     touch("run", "matrix");
   });
+}
+
+// showLast shows the lab's last run in the live panel when the page opens
+// on no run of its own: the feed's summary has no holds, so the whole run is
+// read, and drawn unless the page has moved to another run meanwhile.
+function showLast(last) {
+  state.current = last;
+  if (last.holds.length || last.status === "running") return;
+  api("GET", "/lab/api/runs/" + encodeURIComponent(last.id)).then((run) => {
+    if (state.current !== last || last.holds.length >= (run.holds || []).length) return;
+    last.holds = run.holds;
+    touch("run");
+  }).catch(showError);
 }
 
 function adoptQuiet(run) {
