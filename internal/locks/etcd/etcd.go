@@ -96,7 +96,8 @@ type Options struct {
 // Locker is an etcd lock, safe for concurrent use.
 type Locker struct {
 	cli    *clientv3.Client
-	prefix string
+	key    string // the mutex's name: concurrency.Mutex adds the "/"
+	prefix string // its keys' prefix, key + "/"
 	ttl    int
 	fence  bool
 }
@@ -117,7 +118,7 @@ func New(cli *clientv3.Client, opts Options) *Locker {
 	view := clientv3.NewCtxClient(cli.Ctx())
 	kv := bounded{cli.KV}
 	view.KV, view.Lease, view.Watcher = kv, cli.Lease, deaf{ahead{cli.Watcher, kv}}
-	return &Locker{cli: view, prefix: opts.Key + "/", ttl: max(1, int(math.Ceil(opts.TTL.Seconds()))), fence: opts.Fence}
+	return &Locker{cli: view, key: opts.Key, prefix: opts.Key + "/", ttl: max(1, int(math.Ceil(opts.TTL.Seconds()))), fence: opts.Fence}
 }
 
 // Prefix is the mutex's key prefix: a waiter's key is the prefix and its
@@ -171,7 +172,7 @@ func (l *Locker) acquire(ctx context.Context, lock func(*concurrency.Mutex) erro
 		k.stop()
 		l.closeSession(ctx, s)
 	}
-	m := concurrency.NewMutex(s, l.prefix)
+	m := concurrency.NewMutex(s, l.key)
 	if err := lock(m); err != nil {
 		closeSession(ctx)
 		if errors.Is(err, lease.ErrTaken) {

@@ -64,7 +64,7 @@ func TestStopsBeforeEachRequest(t *testing.T) {
 	}
 	st = steptest.Next(t, a, "stopped")
 	lease := steptest.Match(t, "the grant's reply", st.Done[0].Reply, "lease ([0-9a-f]+) ttl=10")[1]
-	pfx := l.Prefix() + "/" // the mutex's, under the lock's
+	pfx := l.Prefix() // the mutex's, under the lock's
 	key := pfx + lease
 	txn := fmt.Sprintf(`Txn if create_rev(%s) = 0 then Put %s "" lease=%s; Range %s* by create asc limit 1 else Range %s; Range %s* by create asc limit 1`, key, key, lease, pfx, key, pfx)
 	if st.Next.Command != txn {
@@ -111,7 +111,7 @@ func TestWaiterShowsItsQueue(t *testing.T) {
 	a := steptest.Hold(t, g, "A", l.Acquire)
 	steptest.Next(t, a, "stopped")
 	st := steptest.Next(t, a, "stopped") // A holds, stopped before its release
-	pfx := l.Prefix() + "/"
+	pfx := l.Prefix()
 	aKey := pfx + steptest.Match(t, "A's grant", st.Done[0].Reply, "lease ([0-9a-f]+) ttl=10")[1]
 
 	b := steptest.Hold(t, g, "B", l.Acquire)
@@ -177,7 +177,7 @@ func TestKeepAliveIsBackground(t *testing.T) {
 			t.Fatalf("a background step is %+v, want LeaseKeepAlive %s -> ttl=3", d, leaseID)
 		}
 	}
-	if st := a.State(); st.State != "stopped" || !strings.HasPrefix(st.Next.Command, "Txn if create_rev("+l.Prefix()+"/"+leaseID) {
+	if st := a.State(); st.State != "stopped" || !strings.HasPrefix(st.Next.Command, "Txn if create_rev("+l.Prefix()+leaseID) {
 		t.Fatalf("A should still be stopped before its release, it is %+v", st)
 	}
 	if ks := keys(t, plain, l.Prefix()); len(ks) != 1 { // past the 3 s lease: kept alive
