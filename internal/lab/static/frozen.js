@@ -43,8 +43,9 @@ presets["etcd-fence"] = {
   intro: "story.etcd-fence.intro",
   steps: frozenStory("etcd", true),
 };
+// ZooKeeper has no lease: its session expires (the wait's button says so).
 presets.zk = {
-  lock: "zk", fence: false, freeze: true, tabs: ["zk"], title: "story.zk.title",
+  lock: "zk", fence: false, freeze: true, session: true, tabs: ["zk"], title: "story.zk.title",
   intro: "story.zk.intro",
   steps: frozenStory("zk", false),
 };

@@ -490,8 +490,8 @@ function drawSteps() {
     next.disabled = steps.busy || (Boolean(steps.sales.A) && !st) || wait || noFreeze;
     next.textContent = noFreeze ? t("steps.noFreeze", { command: state.config.freeze ? state.config.freeze.command : "make up" })
       : !steps.sales.A ? t(p.solo ? "steps.startSolo" : "steps.startBoth")
-      : !st ? t("steps.theEnd") : st.do === "wait" ? (wait ? (st.ms ? t("steps.waitingFor", { s: Math.ceil((st.ms - (Date.now() - steps.waitFrom)) / 1000) }) : t("steps.waitingLease"))
-        : storeLock() ? t("steps.nextPassed", { s: st.ms / 1000 }) : t("steps.nextLeaseOut"))
+      : !st ? t("steps.theEnd") : st.do === "wait" ? (wait ? (st.ms ? t("steps.waitingFor", { s: Math.ceil((st.ms - (Date.now() - steps.waitFrom)) / 1000) }) : t(p.session ? "steps.waitingSession" : "steps.waitingLease"))
+        : storeLock() ? t("steps.nextPassed", { s: st.ms / 1000 }) : t(p.session ? "steps.nextSessionOut" : "steps.nextLeaseOut"))
       : t(st.do === "end" ? "steps.nextEnd" : st.do === "crash" ? "steps.nextCrash" : st.do === "pause" ? "steps.nextPause"
         : st.do === "resume" ? "steps.nextResume" : st.do === "freeze" ? "steps.nextFreeze" : st.do === "thaw" ? "steps.nextThaw"
           : st.do === "to" ? "steps.nextTo" : "steps.nextStep", { who: st.who });
