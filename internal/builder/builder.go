@@ -114,7 +114,7 @@ func Build(d Deps, v versions.Variant) map[string]sale.Method {
 		case "notify":
 			m.Lock = retry.Notify(g, d.Notifier, d.counter(name, v.Wait))
 		case "handoff":
-			m.Lock = retry.Handoff(g, d.Notifier, d.counter(name, v.Wait))
+			m.Lock, m.Rides = retry.Handoff(g, d.Notifier, d.counter(name, v.Wait)), true
 		default:
 			return acked(polled(name, g, d.Retry, domain("redis")))
 		}

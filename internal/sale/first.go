@@ -27,9 +27,10 @@ type firstRead struct {
 }
 
 // rider returns the sale's first read, ready to ride with m's acquisition
-// by owner; nil when it must not.
+// by owner; nil when it cannot (a lock whose acquisition carries nothing)
+// or must not.
 func (s *Service) rider(ctx context.Context, m Method, owner string) *firstRead {
-	if step.From(ctx) != nil || chaos.From(ctx).Off.Lock {
+	if !m.Rides || step.From(ctx) != nil || chaos.From(ctx).Off.Lock {
 		return nil
 	}
 	fr := &firstRead{s: s, m: m, owner: owner}

@@ -46,6 +46,10 @@ type Method struct {
 	// Wait is how Lock waits for a taken lock ("poll", "notify", "handoff"; empty
 	// when it does not wait in Redis), for the metrics.
 	Wait string
+	// Rides says that Lock's acquisition can carry the sale's first read in
+	// its last round trip (a hand-off's claim: lease.Rider). Only then is a
+	// rider made: every other sale reads for itself and allocates nothing.
+	Rides bool
 	// LeaseHook says that Lock takes its lease per acquisition from the
 	// request's fault hooks when they set one (chaos.Faults.Lease).
 	LeaseHook bool
