@@ -122,6 +122,18 @@ presets.v7 = {
 presets.v6.steps = presets.v4.steps.map((s, i) => i === 8
   ? { who: "A", do: "end", caption: "story.v6.9", mark: "fix" }
   : i === 9 ? { who: "B", do: "end", caption: "story.v6.10" } : s);
+// The library people reach for is v6: bsm/redislock's Release is the same
+// compare-and-delete script, and nothing renews its lease unless the caller
+// calls Refresh. v4's order shows both.
+presets.redislock = {
+  lock: "redislock", fence: false, tabs: ["redislock"], title: "story.redislock.title",
+  intro: "story.redislock.intro",
+  steps: presets.v4.steps.map((s, i) => ({
+    0: { who: "A", do: "next", caption: "story.redislock.1" },
+    8: { who: "A", do: "end", caption: "story.redislock.9" },
+    9: { who: "B", do: "end", mark: "flaw", caption: "story.redislock.10" },
+  }[i] || s)),
+};
 presets["v6-fence"].steps = presets.v4.steps.map((s, i) => ({
   0: { who: "A", do: "next", caption: "story.v6-fence.1" },
   1: { who: "A", do: "next", caption: "story.v6-fence.2" },
