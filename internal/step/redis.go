@@ -69,8 +69,10 @@ func (Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPip
 var setup = map[string]bool{"hello": true, "auth": true, "select": true, "client": true, "readonly": true}
 
 // maxArg is the longest argument shown whole; a longer one (a script's
-// source in EVAL) is cut.
-const maxArg = 48
+// source in EVAL) is cut. A lock's owner is shown whole, as the store
+// panel names its holder by it: ours is 41 characters, redislock's token
+// before it 22 more.
+const maxArg = 80
 
 // Describe is cmd as sent, redis-cli style: "SET inventoryRedisLock
 // 7f3c...:42 NX PX 10000".
