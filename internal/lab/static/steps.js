@@ -472,10 +472,11 @@ function judge() {
   return out;
 }
 
-// granted says that a lock command's reply granted it: OK (SET NX), 1
-// (SETNX, a script, GET_LOCK), or a fencing token; not db-getlock's
-// connection id, a number asked before its GET_LOCK.
-function granted(d) { return d.phase === "acquire" && (d.reply === "OK" || /^[1-9][0-9]*$/.test(d.reply)) && !/^SELECT CONNECTION_ID\(\)/.test(d.command); }
+// granted says that a lock command's reply granted it: OK (SET NX; "OK"
+// from a script that returns SET's reply, as redislock's does), 1 (SETNX,
+// a script, GET_LOCK), or a fencing token; not db-getlock's connection id,
+// a number asked before its GET_LOCK.
+function granted(d) { return d.phase === "acquire" && (d.reply === "OK" || d.reply === '"OK"' || /^[1-9][0-9]*$/.test(d.reply)) && !/^SELECT CONNECTION_ID\(\)/.test(d.command); }
 
 // waited is the time from the first of these steps to the end of the last,
 // in seconds.
