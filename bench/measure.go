@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/builder"
+	"github.com/locklab/locklab/internal/client"
 	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/loadtest"
 	dblock "github.com/locklab/locklab/internal/locks/db"
@@ -35,7 +36,7 @@ const benchStock = 1_000_000_000
 type bench struct {
 	o       options
 	say     func(format string, args ...any)
-	client  loadtest.Config // the HTTP client, for every run through nginx
+	service *client.Client // the service through nginx, for every run
 	metrics *http.Client
 	reps    []cluster.Proc
 	rdb     *redis.Client
@@ -83,10 +84,13 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*Report, error) 
 // newBench reads the cluster and its settings, connects to its Redis, and
 // builds every version (polling and notified) for the own ceilings.
 func newBench(ctx context.Context, o options, stderr io.Writer) (*bench, func(), error) {
-	b := &bench{o: o, client: loadtest.Config{URL: o.url, Client: loadtest.NewClient(max(o.concurrency, 100))},
-		metrics: &http.Client{Timeout: 5 * time.Second}, meter: &holdMeter{}}
+	service, err := client.ForSale(o.url, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	b := &bench{o: o, service: service, metrics: &http.Client{Timeout: 5 * time.Second}, meter: &holdMeter{}}
 	b.say = func(format string, args ...any) { fmt.Fprintf(stderr, "bench: "+format+"\n", args...) }
-	h, err := loadtest.Health(b.client)
+	h, err := service.Health(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot read the replicas' settings (is the cluster up? make bench starts it): %w", err)
 	}
@@ -297,7 +301,7 @@ func (b *bench) curve(ctx context.Context, r *Row) error {
 	for _, share := range loadShares {
 		rate := share * r.Sales
 		res, err := loadtest.Run(ctx, loadtest.Config{URL: b.o.url, Requests: max(1, int(rate*b.o.loadTime.Seconds())),
-			Concurrency: b.o.concurrency, Rate: rate, Stock: benchStock, Wait: r.query(), Client: b.client.Client, NoCheck: true}, r.Lock)
+			Concurrency: b.o.concurrency, Rate: rate, Stock: benchStock, Wait: r.query(), Client: b.service, NoCheck: true}, r.Lock)
 		if err != nil {
 			return fmt.Errorf("%s (%s) at %.0f/s: %w", r.Lock, r.Wait, rate, err)
 		}
