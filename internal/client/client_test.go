@@ -16,15 +16,9 @@ import (
 	"go.uber.org/goleak"
 )
 
-// TestMain fails the tests if a goroutine they started runs on: fasthttp's
-// idle-connection cleaners and its dialer's address cache stop by themselves
-// (the dialer's lives as long as the process), as the load test's tests say.
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*Client).mCleaner"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*TCPDialer).tcpAddrsClean"))
-}
+// TestMain fails the tests if a goroutine they started runs on, but the
+// ones the client keeps by design (servicetest.ClientGoroutines).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, servicetest.ClientGoroutines...) }
 
 // Every call against a real replica, and its error replies as typed errors
 // carrying the server's code and status.
