@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -37,7 +36,6 @@ type bench struct {
 	o       options
 	say     func(format string, args ...any)
 	service *client.Client // the service through nginx, for every run
-	metrics *http.Client
 	reps    []cluster.Proc
 	rdb     *redis.Client
 	nodes   []redis.UniversalClient
@@ -88,7 +86,7 @@ func newBench(ctx context.Context, o options, stderr io.Writer) (*bench, func(),
 	if err != nil {
 		return nil, nil, err
 	}
-	b := &bench{o: o, service: service, metrics: &http.Client{Timeout: 5 * time.Second}, meter: &holdMeter{}}
+	b := &bench{o: o, service: service, meter: &holdMeter{}}
 	b.say = func(format string, args ...any) { fmt.Fprintf(stderr, "bench: "+format+"\n", args...) }
 	h, err := service.Health(ctx)
 	if err != nil {
@@ -341,16 +339,16 @@ func (c counters) plus(o counters) counters {
 func (b *bench) counts(ctx context.Context, r Row) (counters, error) {
 	var c counters
 	var err error
-	if c.held, err = replicaHolds(ctx, b.metrics, b.reps, holdMetric, r.Lock, r.Wait); err != nil {
+	if c.held, err = replicaHolds(ctx, b.service, b.reps, holdMetric, r.Lock, r.Wait); err != nil {
 		return c, err
 	}
-	if c.tried, err = replicaHolds(ctx, b.metrics, b.reps, attemptsMetric, r.Lock, r.Wait); err != nil {
+	if c.tried, err = replicaHolds(ctx, b.service, b.reps, attemptsMetric, r.Lock, r.Wait); err != nil {
 		return c, err
 	}
 	if c.commands, err = commands(ctx, b.nodes); err != nil {
 		return c, err
 	}
-	c.trips, err = replicaCounter(ctx, b.metrics, b.reps, roundTripsMetric)
+	c.trips, err = replicaCounter(ctx, b.service, b.reps, roundTripsMetric)
 	return c, err
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -208,11 +207,11 @@ func (s *Scale) measure(ctx context.Context, o scaleOptions, n int, stderr io.Wr
 	}
 	nodes := redisconn.NewAll(addrs, c.State.RedisPassword)
 	defer redisconn.CloseAll(nodes)
-	b := &bench{nodes: nodes, reps: c.State.Replicas, metrics: &http.Client{Timeout: 5 * time.Second}}
 	service, err := client.ForSale(c.State.URL, "")
 	if err != nil {
 		return err
 	}
+	b := &bench{nodes: nodes, reps: c.State.Replicas, service: service}
 	for _, row := range scaleRows {
 		for _, conc := range o.conc {
 			start, err := b.counts(ctx, row)

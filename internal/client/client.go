@@ -202,7 +202,8 @@ func (c *Client) authorize(req *fasthttp.Request) {
 }
 
 // call sends method to endpoint name?query with in as its JSON body (nil:
-// none), wants a 200, and decodes its JSON reply into out (nil: discarded).
+// none), wants a 200, and decodes its JSON reply into out (nil: discarded;
+// a *[]byte: the reply as sent).
 func (c *Client) call(ctx context.Context, method, name string, query url.Values, in, out any) error {
 	u := c.URL(name)
 	if len(query) > 0 {
@@ -239,6 +240,10 @@ func (c *Client) call(ctx context.Context, method, name string, query url.Values
 	if out == nil {
 		return nil
 	}
+	if p, ok := out.(*[]byte); ok { // not JSON: as sent
+		*p = bytes.Clone(raw)
+		return nil
+	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return fmt.Errorf("client: %s %s: %w: %q", method, u, err, raw[:min(len(raw), 512)])
 	}
@@ -273,4 +278,11 @@ func (c *Client) Health(ctx context.Context) (api.Health, error) {
 // stock's Redis answers).
 func (c *Client) Ready(ctx context.Context) error {
 	return c.call(ctx, http.MethodGet, "readyz", nil, nil, nil)
+}
+
+// Metrics reads the replica's /metrics: Prometheus's text exposition, as
+// sent (the bench reads its holds and round trips there).
+func (c *Client) Metrics(ctx context.Context) ([]byte, error) {
+	var raw []byte
+	return raw, c.call(ctx, http.MethodGet, "metrics", nil, nil, &raw)
 }
