@@ -35,12 +35,6 @@ type lane struct {
 	cancelled atomic.Bool
 	mu        sync.Mutex
 	conns     map[*conn]struct{}
-	// watched is the context of the lane's last request, whose end aborts
-	// it (stop undoes that): kept between requests, as a load test's
-	// worker sends each of its requests with its run's context, so that a
-	// request costs no registration with it.
-	watched context.Context
-	stop    func() bool
 }
 
 // conn is a connection a lane dialled, forgotten once closed.
@@ -99,38 +93,15 @@ func (l *lane) abort() {
 	}
 }
 
-// watch makes the end of ctx abort the lane; false: the lane was aborted
-// (by the end of the context it watched), and is of no more use.
-func (l *lane) watch(ctx context.Context) bool {
-	switch {
-	case l.cancelled.Load():
-		return false
-	case l.watched == ctx:
-		return true
-	case l.stop != nil && !l.stop(): // the abort has begun
-		return false
+func (t *transport) take() *lane {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n := len(t.free); n > 0 {
+		l := t.free[n-1]
+		t.free = t.free[:n-1]
+		return l
 	}
-	l.watched, l.stop = ctx, context.AfterFunc(ctx, l.abort)
-	return true
-}
-
-// take is a free lane that ctx's end aborts.
-func (t *transport) take(ctx context.Context) *lane {
-	for {
-		t.mu.Lock()
-		var l *lane
-		if n := len(t.free); n > 0 {
-			l, t.free = t.free[n-1], t.free[:n-1]
-		}
-		t.mu.Unlock()
-		if l == nil {
-			l = newLane()
-		}
-		if l.watch(ctx) {
-			return l
-		}
-		l.c.CloseIdleConnections() // aborted: dropped
-	}
+	return newLane()
 }
 
 // do sends req and reads resp within ctx and timeout.
@@ -142,11 +113,12 @@ func (t *transport) do(ctx context.Context, req *fasthttp.Request, resp *fasthtt
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 		timeout, ctxDeadline = time.Until(d), true
 	}
-	l := t.take(ctx)
+	l := t.take()
+	stop := context.AfterFunc(ctx, l.abort)
 	err := l.c.DoTimeout(req, resp, timeout)
-	if cerr := ctx.Err(); cerr != nil { // the lane's connections are closed or closing
+	if !stop() { // ctx ended: the lane's connections are closed or closing
 		l.c.CloseIdleConnections()
-		return cerr
+		return ctx.Err()
 	}
 	t.mu.Lock()
 	t.free = append(t.free, l)
