@@ -1,11 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
+	"github.com/locklab/locklab/internal/client"
 	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/sale"
 	dto "github.com/prometheus/client_model/go"
@@ -53,10 +54,10 @@ const (
 // replicaHolds sums the histogram metric (holdMetric, attemptsMetric) for
 // lock and wait over the replicas, read from each one's own /metrics: its
 // sum in seconds (or attempts), and its count.
-func replicaHolds(ctx context.Context, client *http.Client, reps []cluster.Proc, metric, lock, wait string) (holds, error) {
+func replicaHolds(ctx context.Context, svc *client.Client, reps []cluster.Proc, metric, lock, wait string) (holds, error) {
 	var sum holds
 	for _, r := range reps {
-		h, err := scrapeHolds(ctx, client, "http://"+r.Addr+"/metrics", metric, lock, wait)
+		h, err := scrapeHolds(ctx, svc.At("http://"+r.Addr), metric, lock, wait)
 		if err != nil {
 			return holds{}, err
 		}
@@ -65,8 +66,8 @@ func replicaHolds(ctx context.Context, client *http.Client, reps []cluster.Proc,
 	return sum, nil
 }
 
-func scrapeHolds(ctx context.Context, client *http.Client, url, metric, lock, wait string) (holds, error) {
-	families, err := scrape(ctx, client, url)
+func scrapeHolds(ctx context.Context, replica *client.Client, metric, lock, wait string) (holds, error) {
+	families, err := scrape(ctx, replica)
 	if err != nil {
 		return holds{}, err
 	}
@@ -86,10 +87,10 @@ func scrapeHolds(ctx context.Context, client *http.Client, url, metric, lock, wa
 const roundTripsMetric = "locklab_redis_round_trips_total"
 
 // replicaCounter sums a counter, every label, over the replicas.
-func replicaCounter(ctx context.Context, client *http.Client, reps []cluster.Proc, metric string) (float64, error) {
+func replicaCounter(ctx context.Context, svc *client.Client, reps []cluster.Proc, metric string) (float64, error) {
 	var sum float64
 	for _, r := range reps {
-		families, err := scrape(ctx, client, "http://"+r.Addr+"/metrics")
+		families, err := scrape(ctx, svc.At("http://"+r.Addr))
 		if err != nil {
 			return 0, err
 		}
@@ -102,24 +103,18 @@ func replicaCounter(ctx context.Context, client *http.Client, reps []cluster.Pro
 	return sum, nil
 }
 
-// scrape reads one replica's /metrics.
-func scrape(ctx context.Context, client *http.Client, url string) (map[string]*dto.MetricFamily, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	res, err := client.Do(req)
+// scrape reads one replica's /metrics, within 5 s.
+func scrape(ctx context.Context, replica *client.Client) (map[string]*dto.MetricFamily, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	raw, err := replica.Metrics(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("replica metrics: %w", err)
 	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("replica metrics: GET %s: %s", url, res.Status)
-	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(res.Body)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
 	if err != nil {
-		return nil, fmt.Errorf("replica metrics %s: %w", url, err)
+		return nil, fmt.Errorf("replica metrics %s: %w", replica.URL("metrics"), err)
 	}
 	return families, nil
 }

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/client"
 	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/metrics"
 	"github.com/locklab/locklab/internal/redistest"
@@ -33,14 +33,14 @@ func TestReplicaHolds(t *testing.T) {
 		t.Cleanup(srv.Close)
 		reps = append(reps, cluster.Proc{Name: fmt.Sprint("inventory-", i+1), Addr: strings.TrimPrefix(srv.URL, "http://")})
 	}
-	h, err := replicaHolds(context.Background(), http.DefaultClient, reps, holdMetric, "v4", "poll")
+	h, err := replicaHolds(context.Background(), client.New("", ""), reps, holdMetric, "v4", "poll")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if h.count != 3 || h.mean() < 199 || h.mean() > 201 {
 		t.Fatalf("got %d holds, mean %.1f us; want 3 holds, mean 200 us", h.count, h.mean())
 	}
-	a, err := replicaHolds(context.Background(), http.DefaultClient, reps, attemptsMetric, "v4", "poll")
+	a, err := replicaHolds(context.Background(), client.New("", ""), reps, attemptsMetric, "v4", "poll")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,12 +5,12 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/locklab/locklab/internal/builder"
+	"github.com/locklab/locklab/internal/client"
 	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/loadtest"
 	dblock "github.com/locklab/locklab/internal/locks/db"
@@ -35,8 +35,7 @@ const benchStock = 1_000_000_000
 type bench struct {
 	o       options
 	say     func(format string, args ...any)
-	client  loadtest.Config // the HTTP client, for every run through nginx
-	metrics *http.Client
+	service *client.Client // the service through nginx, for every run
 	reps    []cluster.Proc
 	rdb     *redis.Client
 	nodes   []redis.UniversalClient
@@ -83,10 +82,13 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*Report, error) 
 // newBench reads the cluster and its settings, connects to its Redis, and
 // builds every version (polling and notified) for the own ceilings.
 func newBench(ctx context.Context, o options, stderr io.Writer) (*bench, func(), error) {
-	b := &bench{o: o, client: loadtest.Config{URL: o.url, Client: loadtest.NewClient(max(o.concurrency, 100))},
-		metrics: &http.Client{Timeout: 5 * time.Second}, meter: &holdMeter{}}
+	service, err := client.ForSale(o.url, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	b := &bench{o: o, service: service, meter: &holdMeter{}}
 	b.say = func(format string, args ...any) { fmt.Fprintf(stderr, "bench: "+format+"\n", args...) }
-	h, err := loadtest.Health(b.client)
+	h, err := service.Health(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot read the replicas' settings (is the cluster up? make bench starts it): %w", err)
 	}
@@ -297,7 +299,7 @@ func (b *bench) curve(ctx context.Context, r *Row) error {
 	for _, share := range loadShares {
 		rate := share * r.Sales
 		res, err := loadtest.Run(ctx, loadtest.Config{URL: b.o.url, Requests: max(1, int(rate*b.o.loadTime.Seconds())),
-			Concurrency: b.o.concurrency, Rate: rate, Stock: benchStock, Wait: r.query(), Client: b.client.Client, NoCheck: true}, r.Lock)
+			Concurrency: b.o.concurrency, Rate: rate, Stock: benchStock, Wait: r.query(), Client: b.service, NoCheck: true}, r.Lock)
 		if err != nil {
 			return fmt.Errorf("%s (%s) at %.0f/s: %w", r.Lock, r.Wait, rate, err)
 		}
@@ -337,16 +339,16 @@ func (c counters) plus(o counters) counters {
 func (b *bench) counts(ctx context.Context, r Row) (counters, error) {
 	var c counters
 	var err error
-	if c.held, err = replicaHolds(ctx, b.metrics, b.reps, holdMetric, r.Lock, r.Wait); err != nil {
+	if c.held, err = replicaHolds(ctx, b.service, b.reps, holdMetric, r.Lock, r.Wait); err != nil {
 		return c, err
 	}
-	if c.tried, err = replicaHolds(ctx, b.metrics, b.reps, attemptsMetric, r.Lock, r.Wait); err != nil {
+	if c.tried, err = replicaHolds(ctx, b.service, b.reps, attemptsMetric, r.Lock, r.Wait); err != nil {
 		return c, err
 	}
 	if c.commands, err = commands(ctx, b.nodes); err != nil {
 		return c, err
 	}
-	c.trips, err = replicaCounter(ctx, b.metrics, b.reps, roundTripsMetric)
+	c.trips, err = replicaCounter(ctx, b.service, b.reps, roundTripsMetric)
 	return c, err
 }
 

@@ -24,7 +24,7 @@ func (b *bench) throughNginx(ctx context.Context, r Row) (res loadtest.Result, c
 	}
 	probe := b.probeRoundTrips(ctx)
 	res, err = loadtest.Run(ctx, loadtest.Config{URL: b.o.url, Requests: 1 << 30, Concurrency: b.o.concurrency, Stock: benchStock,
-		Duration: b.o.duration, Wait: r.query(), Client: b.client.Client, NoCheck: true}, r.Lock)
+		Duration: b.o.duration, Wait: r.query(), Client: b.service, NoCheck: true}, r.Lock)
 	rtt = probe()
 	if err != nil {
 		return res, 0, rtt, fmt.Errorf("%s (%s) through nginx: %w", r.Lock, r.Wait, err)
@@ -45,12 +45,9 @@ func (b *bench) throughNginx(ctx context.Context, r Row) (res loadtest.Result, c
 
 // nginx is the nginx ceiling: GET /healthz through nginx for d.
 func (b *bench) nginx(ctx context.Context, d time.Duration) (loadtest.Result, error) {
-	healthz, err := loadtest.Sibling(b.o.url, "healthz")
-	if err != nil {
-		return loadtest.Result{}, err
-	}
+	healthz := b.service.URL("healthz")
 	res, err := loadtest.Run(ctx, loadtest.Config{URL: healthz, Plain: true, Requests: 1 << 30, Concurrency: b.o.concurrency,
-		Duration: d, Client: b.client.Client}, "")
+		Duration: d, Client: b.service}, "")
 	if err == nil && res.NotServed() > 0 {
 		err = fmt.Errorf("%d of %d requests to %s failed", res.NotServed(), res.Requests, healthz)
 	}
@@ -65,7 +62,7 @@ func (b *bench) nginx(ctx context.Context, d time.Duration) (loadtest.Result, er
 func (b *bench) defaultLoadTests(ctx context.Context) error {
 	for _, d := range b.defaults {
 		res, err := loadtest.Run(ctx, loadtest.Config{URL: b.o.url, Requests: 1000, Concurrency: 100, Stock: 100,
-			Wait: d.query(), Client: b.client.Client, NoCheck: true}, d.Lock)
+			Wait: d.query(), Client: b.service, NoCheck: true}, d.Lock)
 		if err != nil {
 			return fmt.Errorf("%s (%s) default load test: %w", d.Lock, d.Wait, err)
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/cli"
+	"github.com/locklab/locklab/internal/client"
 	"github.com/locklab/locklab/internal/cluster"
 	"github.com/locklab/locklab/internal/docgen"
 	"github.com/locklab/locklab/internal/loadtest"
@@ -207,8 +207,11 @@ func (s *Scale) measure(ctx context.Context, o scaleOptions, n int, stderr io.Wr
 	}
 	nodes := redisconn.NewAll(addrs, c.State.RedisPassword)
 	defer redisconn.CloseAll(nodes)
-	b := &bench{nodes: nodes, reps: c.State.Replicas, metrics: &http.Client{Timeout: 5 * time.Second}}
-	client := loadtest.NewClient(max(slices.Max(o.conc), 100))
+	service, err := client.ForSale(c.State.URL, "")
+	if err != nil {
+		return err
+	}
+	b := &bench{nodes: nodes, reps: c.State.Replicas, service: service}
 	for _, row := range scaleRows {
 		for _, conc := range o.conc {
 			start, err := b.counts(ctx, row)
@@ -220,7 +223,7 @@ func (s *Scale) measure(ctx context.Context, o scaleOptions, n int, stderr io.Wr
 				return err
 			}
 			res, err := loadtest.Run(ctx, loadtest.Config{URL: c.State.URL, Requests: 1 << 30, Concurrency: conc, Stock: benchStock,
-				Duration: o.duration, Wait: row.query(), Client: client, NoCheck: true}, row.Lock)
+				Duration: o.duration, Wait: row.query(), Client: service, NoCheck: true}, row.Lock)
 			if err != nil {
 				return fmt.Errorf("%s at %d replicas, c=%d: %w", row.Lock, n, conc, err)
 			}

@@ -34,7 +34,7 @@ func BenchmarkLab(b *testing.B) {
 	base := c.State.URL[:len(c.State.URL)-len("/sale")]
 	const requests, concurrency = 3000, 50
 	cfg := loadtest.Config{URL: c.State.URL, Requests: requests, Concurrency: concurrency, Stock: requests,
-		AdminToken: c.State.AdminToken, Client: loadtest.NewClient(concurrency)}
+		AdminToken: c.State.AdminToken}
 	settings := fmt.Sprintf(`{"locks":["v6"],"requests":%d,"concurrency":%d,"stock":%d}`, requests, concurrency, requests)
 	// rounds runs the command line and the lab in turns, five times, and
 	// returns the lab's median sales/s over the command line's.

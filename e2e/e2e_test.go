@@ -192,7 +192,7 @@ func TestLocalCluster(t *testing.T) {
 		t.Fatalf("a second up started another set (err %v)", err)
 	}
 
-	cfg := loadtest.Config{URL: c.State.URL, Requests: 1000, Concurrency: 100, Stock: 100, Client: loadtest.NewClient(100)}
+	cfg := loadtest.Config{URL: c.State.URL, Requests: 1000, Concurrency: 100, Stock: 100}
 	for run := 1; run <= 3; run++ {
 		for _, v := range versions.All {
 			// v3-v8 also queued: notified, and handed the lock.
@@ -286,7 +286,7 @@ func TestScenarios(t *testing.T) {
 func scenarioCluster(t *testing.T, settings ...string) scenario.Env {
 	t.Helper()
 	c := up(t, clusterBin(t), redistest.FreePort(t), t.TempDir(), settings...)
-	h, err := loadtest.Health(loadtest.Config{URL: c.State.URL, Client: loadtest.NewClient(1)})
+	h, err := loadtest.Config{URL: c.State.URL}.Health(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +418,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 	defer cancel()
 
 	const stock = 50000
-	cfg := loadtest.Config{URL: c.State.URL, Requests: 4000, Concurrency: 32, Stock: stock, Client: loadtest.NewClient(32)}
+	cfg := loadtest.Config{URL: c.State.URL, Requests: 4000, Concurrency: 32, Stock: stock}
 	type outcome struct {
 		r   loadtest.Result
 		err error

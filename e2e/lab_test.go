@@ -20,8 +20,8 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+	"github.com/locklab/locklab/internal/client"
 	"github.com/locklab/locklab/internal/cluster"
-	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/procstate"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/locklab/locklab/internal/scenario"
@@ -441,7 +441,7 @@ func TestLab(t *testing.T) {
 		if r.Name == frozen.Name {
 			continue // killed above, before the run: it sold none of it
 		}
-		sales, err := history.Fetch(context.Background(), http.DefaultClient, "http://"+r.Addr+"/history", c.State.AdminToken, since, run)
+		sales, err := client.New("http://"+r.Addr, c.State.AdminToken).History(context.Background(), since, run)
 		if err != nil {
 			t.Fatal(err)
 		}

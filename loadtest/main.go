@@ -18,7 +18,6 @@ import (
 
 	"github.com/locklab/locklab/internal/checker"
 	"github.com/locklab/locklab/internal/cli"
-
 	"github.com/locklab/locklab/internal/loadtest"
 	"github.com/locklab/locklab/internal/scenario"
 	"github.com/locklab/locklab/internal/versions"
@@ -268,7 +267,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return cli.Status(err)
 	}
-	o.cfg.Client = loadtest.NewClient(o.cfg.Concurrency)
 	if o.mutate {
 		return runMutations(ctx, o, stdout, stderr)
 	}
@@ -277,6 +275,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if o.nemesis {
 		return runNemesis(ctx, o, stdout, stderr)
+	}
+	if svc, err := o.cfg.Service(); err == nil { // one client for every version's run; else Run says what is wrong with -url
+		o.cfg.Client = svc
 	}
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		bar := progressbar.NewOptions(o.cfg.Requests*len(o.runs()), progressbar.OptionSetWriter(stderr),
@@ -287,7 +288,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	if !o.cfg.Plain {
 		// Say in the report what the replicas ran with, as they report it.
-		if h, err := loadtest.Health(o.cfg); err == nil && len(h.Settings) > 0 {
+		if h, err := o.cfg.Health(ctx); err == nil && len(h.Settings) > 0 {
 			s := h.Settings
 			// A stack with no database or no ZooKeeper (the Compose stack, so
 			// far) has no row of theirs: asked for by name, that is an error;

@@ -159,7 +159,7 @@ func noCell(name string, locks []string) string {
 // its replicas report on /healthz. With no admin token given, o takes the
 // local cluster's.
 func scenarioEnv(ctx context.Context, o *options) (env scenario.Env, h api.Health, err error) {
-	if h, err = loadtest.Health(o.cfg); err != nil {
+	if h, err = o.cfg.Health(ctx); err != nil {
 		return env, h, fmt.Errorf("cannot read the replicas' settings: %w", err)
 	}
 	if o.compose != "" {

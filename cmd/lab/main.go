@@ -148,12 +148,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, _, stde
 // localCells makes the scenario cells' Env of the local cluster in dir,
 // whose nginx serves saleURL.
 func localCells(dir, saleURL, adminToken string) func(context.Context) (scenario.Env, error) {
-	return func(context.Context) (scenario.Env, error) {
+	return func(ctx context.Context) (scenario.Env, error) {
 		c, err := cluster.Load(dir)
 		if err != nil {
 			return scenario.Env{}, fmt.Errorf("the scenario cells need the local cluster's state: %w", err)
 		}
-		h, err := loadtest.Health(loadtest.Config{URL: saleURL, Client: loadtest.NewClient(1)})
+		h, err := loadtest.Config{URL: saleURL}.Health(ctx)
 		if err != nil {
 			return scenario.Env{}, fmt.Errorf("cannot read the replicas' settings: %w", err)
 		}

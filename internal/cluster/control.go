@@ -126,7 +126,7 @@ func (c *Cluster) restart(ctx context.Context, p *Proc, extra ...string) error {
 func (c *Cluster) ready(ctx context.Context, p *Proc, limit time.Duration) error {
 	switch {
 	case p.Name == "nginx":
-		return waitUntil(ctx, limit, p.Name, func() bool { return p.alive() && httpOK(ctx, "http://"+p.Addr+"/healthz") })
+		return waitUntil(ctx, limit, p.Name, func() bool { return p.alive() && answers(ctx, p.Addr, false) })
 	case p.Name == "toxiproxy": // its API answers and every proxy listens
 		return waitUntil(ctx, limit, p.Name, func() bool {
 			if !p.alive() || !httpOK(ctx, "http://"+p.Addr+"/version") {
@@ -152,6 +152,6 @@ func (c *Cluster) ready(ctx context.Context, p *Proc, limit time.Duration) error
 		defer rdb.Close()
 		return waitUntil(ctx, limit, p.Name, func() bool { return p.alive() && listening(p.Addr) && rdb.Ping(ctx).Err() == nil })
 	default:
-		return waitUntil(ctx, limit, p.Name, func() bool { return p.alive() && httpOK(ctx, "http://"+p.Addr+"/readyz") })
+		return waitUntil(ctx, limit, p.Name, func() bool { return p.alive() && answers(ctx, p.Addr, true) })
 	}
 }

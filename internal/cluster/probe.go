@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/client"
 	"github.com/locklab/locklab/internal/redisconn"
 )
 
@@ -25,6 +24,8 @@ func listening(addr string) bool {
 	return true
 }
 
+// httpOK reports whether url answers 200 within 2 s: etcd's /health and
+// toxiproxy's /version, which are not the service (replicas answers for it).
 func httpOK(ctx context.Context, url string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -41,22 +42,22 @@ func httpOK(ctx context.Context, url string) bool {
 	return res.StatusCode == http.StatusOK
 }
 
-// health reads a replica's /healthz: the keys it uses.
-func health(ctx context.Context, addr string) (api.Health, error) {
-	var h api.Health
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/healthz", nil)
-	if err != nil {
-		return h, err
+// service is the client of the service at addr (a replica, or nginx):
+// its health and readiness.
+var service = client.New("", "")
+
+// answers reports whether the service at addr answers within 2 s: ready
+// (/readyz: its stock's Redis answers), or, not ready, up (/healthz, which
+// nginx passes to a replica).
+func answers(ctx context.Context, addr string, ready bool) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	svc := service.At("http://" + addr)
+	if ready {
+		return svc.Ready(ctx) == nil
 	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return h, err
-	}
-	defer res.Body.Close()
-	if err := json.NewDecoder(res.Body).Decode(&h); err != nil {
-		return h, fmt.Errorf("cluster: %s/healthz: %w", addr, err)
-	}
-	return h, nil
+	_, err := svc.Health(ctx)
+	return err == nil
 }
 
 // portOf is addr's port.

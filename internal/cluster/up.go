@@ -352,7 +352,7 @@ func ptrs(ps []Proc) []*Proc {
 // seed sets the stock once, as the tutorial does with redis-cli (a later up
 // keeps it), on the key the replicas report, and records the keys.
 func (c *Cluster) seed(ctx context.Context, stock int64) error {
-	h, err := health(ctx, c.State.Replicas[0].Addr)
+	h, err := service.At("http://" + c.State.Replicas[0].Addr).Health(ctx)
 	if err != nil {
 		return err
 	}

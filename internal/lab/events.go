@@ -89,10 +89,10 @@ func (h *hub) send(msg []byte) {
 	}
 }
 
-// client names a stream's client for its cap: the address nginx says it
+// streamClient names a stream's client for its cap: the address nginx says it
 // proxied for (X-Real-IP), or else the connection's. A client that sends its
 // own X-Real-IP straight to the lab escapes its own cap, not MaxStreams.
-func client(r *http.Request) string {
+func streamClient(r *http.Request) string {
 	if ip := r.Header.Get("X-Real-IP"); ip != "" {
 		return ip
 	}
@@ -122,7 +122,7 @@ func (l *Lab) events(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "no_stream", "this connection cannot stream")
 		return
 	}
-	ch, err := l.hub.subscribe(client(r))
+	ch, err := l.hub.subscribe(streamClient(r))
 	if err != nil {
 		w.Header().Set("Retry-After", "5")
 		writeError(w, http.StatusTooManyRequests, "too_many_streams",

@@ -2,16 +2,12 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"math"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/locklab/locklab/internal/history"
-	"github.com/locklab/locklab/internal/loadtest"
 )
 
 // follower reads a running version's sales from every replica's history as
@@ -90,28 +86,13 @@ func (f *follower) follow(ctx context.Context, name string, after map[string]uin
 const historyPage = 2000
 
 func (f *follower) page(ctx context.Context, replica string, after uint64) (history.Reply, error) {
-	u, err := loadtest.ReplicaURL(f.l.cfg.SaleURL, replica, "history")
+	svc, err := f.l.service()
 	if err != nil {
 		return history.Reply{}, err
 	}
-	u += fmt.Sprintf("?after=%d&limit=%d", after, historyPage)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return history.Reply{}, err
-	}
-	if f.l.cfg.AdminToken != "" {
-		req.Header.Set("Authorization", "Bearer "+f.l.cfg.AdminToken)
-	}
-	res, err := f.l.http.Do(req)
-	if err != nil {
-		return history.Reply{}, err
-	}
-	defer res.Body.Close()
-	var reply history.Reply
-	if res.StatusCode != http.StatusOK {
-		return reply, fmt.Errorf("lab: GET %s: %s", u, res.Status)
-	}
-	return reply, json.NewDecoder(res.Body).Decode(&reply)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second) // a replica that hangs: the next tick tries again
+	defer cancel()
+	return svc.Replica(replica).HistoryPage(ctx, after, historyPage)
 }
 
 // take hands over what was found since the last take.

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/client"
 	"github.com/locklab/locklab/internal/lesson"
 	"github.com/locklab/locklab/internal/origin"
 	"github.com/locklab/locklab/internal/scenario"
@@ -132,10 +133,14 @@ const (
 type Lab struct {
 	cfg   Config
 	hosts origin.Hosts
-	http  *http.Client
-	hub   *hub
-	stack *stack
-	found *replicaFinder
+	http  *http.Client // the lessons' proxy (steps.go) and etcd's health
+	// svc calls the service through nginx (nil, and svcErr: why SaleURL
+	// gives none).
+	svc    *client.Client
+	svcErr error
+	hub    *hub
+	stack  *stack
+	found  *replicaFinder
 
 	cells  cells
 	frozen frozen // the replicas a lesson froze
@@ -160,9 +165,21 @@ func New(cfg Config) *Lab {
 		cfg.Tick = 200 * time.Millisecond
 	}
 	l := &Lab{cfg: cfg, hosts: origin.NewHosts(cfg.Hosts...), http: &http.Client{Timeout: 10 * time.Second}, hub: newHub()}
-	l.found = newReplicaFinder(cfg, &http.Client{Timeout: healthTimeout})
-	l.stack = newStack(cfg, l.hub, l.http, l.found.find)
+	l.svc, l.svcErr = client.ForSale(cfg.SaleURL, cfg.AdminToken) // an error: every call through nginx says why
+	l.found = newReplicaFinder(cfg, client.New("", cfg.AdminToken))
+	l.stack = newStack(cfg, l.hub, l.http, l.found.find, l.service)
 	return l
+}
+
+// service is the client of the service through nginx, or why there is none.
+func (l *Lab) service() (*client.Client, error) { return l.svc, l.svcErr }
+
+// health is what the replica nginx hands the request to says on /healthz.
+func (l *Lab) health(ctx context.Context) (api.Health, error) {
+	if l.svcErr != nil {
+		return api.Health{}, l.svcErr
+	}
+	return l.svc.Health(ctx)
 }
 
 // Close cancels a running run and waits for it to end (its faults undone,

@@ -2,16 +2,14 @@ package lab
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/client"
 )
 
 // replicaFinder names the replicas the lab follows: the fixed list it was
@@ -23,7 +21,7 @@ import (
 type replicaFinder struct {
 	fixed      []string
 	host, port string
-	client     *http.Client
+	svc        *client.Client // asks each address its name
 
 	mu    sync.Mutex
 	at    time.Time
@@ -34,8 +32,8 @@ type replicaFinder struct {
 // findEvery is how long one answer is kept.
 const findEvery = time.Second
 
-func newReplicaFinder(cfg Config, client *http.Client) *replicaFinder {
-	f := &replicaFinder{fixed: cfg.Replicas, client: client, names: map[string]string{}}
+func newReplicaFinder(cfg Config, svc *client.Client) *replicaFinder {
+	f := &replicaFinder{fixed: cfg.Replicas, svc: svc, names: map[string]string{}}
 	if cfg.ReplicasFrom != "" {
 		f.host, f.port, _ = net.SplitHostPort(cfg.ReplicasFrom) // checked by CheckReplicasFrom
 	}
@@ -102,17 +100,8 @@ func (f *replicaFinder) find(ctx context.Context) []string {
 // name asks the replica at addr its name (GET /healthz); "" when it does
 // not say.
 func (f *replicaFinder) name(ctx context.Context, addr string) string {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(addr, f.port)+"/healthz", nil)
+	h, err := f.svc.At("http://" + net.JoinHostPort(addr, f.port)).Health(ctx)
 	if err != nil {
-		return ""
-	}
-	res, err := f.client.Do(req)
-	if err != nil {
-		return ""
-	}
-	defer res.Body.Close()
-	var h api.Health
-	if json.NewDecoder(res.Body).Decode(&h) != nil {
 		return ""
 	}
 	return h.Replica

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/internal/client"
 )
 
 // The replicas of a service found through DNS are named by their own
@@ -27,12 +29,12 @@ func TestReplicaFinder(t *testing.T) {
 	defer srv.Close()
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
 
-	fixed := newReplicaFinder(Config{Replicas: []string{"inventory-1", "inventory-2"}}, srv.Client())
+	fixed := newReplicaFinder(Config{Replicas: []string{"inventory-1", "inventory-2"}}, client.New("", ""))
 	if got := fixed.find(context.Background()); !slices.Equal(got, []string{"inventory-1", "inventory-2"}) {
 		t.Errorf("fixed: %v", got)
 	}
 
-	f := newReplicaFinder(Config{ReplicasFrom: "localhost:" + port}, srv.Client())
+	f := newReplicaFinder(Config{ReplicasFrom: "localhost:" + port}, client.New("", ""))
 	if got := f.find(context.Background()); !slices.Equal(got, []string{"3fa2b1c0d9e8"}) {
 		t.Fatalf("found %v, want the one replica by its name", got)
 	}
@@ -41,7 +43,7 @@ func TestReplicaFinder(t *testing.T) {
 	if got := f.find(context.Background()); !slices.Equal(got, []string{"3fa2b1c0d9e8"}) {
 		t.Errorf("a replica that stopped answering: found %v, want its name kept", got)
 	}
-	gone := newReplicaFinder(Config{ReplicasFrom: "no-such-replica.invalid:8080"}, srv.Client())
+	gone := newReplicaFinder(Config{ReplicasFrom: "no-such-replica.invalid:8080"}, client.New("", ""))
 	if got := gone.find(context.Background()); len(got) != 0 {
 		t.Errorf("a name DNS does not know: found %v, want none", got)
 	}

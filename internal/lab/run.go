@@ -184,7 +184,7 @@ func (l *Lab) start(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if slices.ContainsFunc(s.Locks, func(l string) bool { return versions.Needs(l) != "" }) {
-		h, err := loadtest.Health(loadtest.Config{URL: l.cfg.SaleURL, Client: loadtest.NewClient(1)})
+		h, err := l.health(req.Context())
 		if why, _ := versions.Missing(s.Locks, h.Settings); err == nil && why != "" {
 			writeError(w, http.StatusBadRequest, api.CodeBadRequest, why)
 			return
@@ -235,7 +235,7 @@ func (l *Lab) stop(w http.ResponseWriter, _ *http.Request) {
 func (l *Lab) execute(ctx context.Context, r *run) {
 	cfg := loadtest.Config{URL: l.cfg.SaleURL, Requests: r.settings.Requests, Concurrency: r.settings.Concurrency,
 		Stock: r.settings.Stock, AdminToken: l.cfg.AdminToken, Wait: r.settings.Wait, Fence: r.settings.Fence,
-		Client: loadtest.NewClient(r.settings.Concurrency)}
+		Client: l.svc} // nil: Run says what is wrong with the URL
 	var env scenario.Env
 	var faults []scenario.Fault
 	if r.settings.Nemesis { // a steady load for the duration, never sold out: every sale tests the lock

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
-	"github.com/locklab/locklab/internal/loadtest"
+	"github.com/locklab/locklab/internal/client"
 )
 
 // NodeHealth is a node as the page shows it: up (answering), down (refused
@@ -32,7 +32,8 @@ type stack struct {
 	cfg      Config
 	replicas func(context.Context) []string
 	hub      *hub
-	client   *http.Client
+	client   *http.Client // etcd's /health
+	service  func() (*client.Client, error)
 	cancel   context.CancelFunc
 	done     chan struct{}
 
@@ -45,9 +46,9 @@ const (
 	healthTimeout = 500 * time.Millisecond
 )
 
-func newStack(cfg Config, h *hub, client *http.Client, replicas func(context.Context) []string) *stack {
+func newStack(cfg Config, h *hub, etcd *http.Client, replicas func(context.Context) []string, service func() (*client.Client, error)) *stack {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &stack{cfg: cfg, replicas: replicas, hub: h, client: client, cancel: cancel, done: make(chan struct{})}
+	s := &stack{cfg: cfg, replicas: replicas, hub: h, client: etcd, service: service, cancel: cancel, done: make(chan struct{})}
 	go s.watch(ctx)
 	return s
 }
@@ -113,19 +114,16 @@ func (s *stack) probe(ctx context.Context, n Node) NodeHealth {
 	var err error
 	switch n.Kind {
 	case "nginx":
-		var u string
-		if u, err = loadtest.Sibling(s.cfg.SaleURL, "healthz"); err == nil {
-			_, err = s.get(ctx, u)
+		var svc *client.Client
+		if svc, err = s.service(); err == nil {
+			_, err = svc.Health(ctx)
 		}
 	case "replica":
-		var u string
-		if u, err = loadtest.ReplicaURL(s.cfg.SaleURL, n.Name, "healthz"); err == nil {
-			var body []byte
-			if body, err = s.get(ctx, u); err == nil {
-				var health api.Health
-				if json.Unmarshal(body, &health) == nil {
-					h.Settings = health.Settings
-				}
+		var svc *client.Client
+		if svc, err = s.service(); err == nil {
+			var health api.Health
+			if health, err = svc.Replica(n.Name).Health(ctx); err == nil {
+				h.Settings = health.Settings
 			}
 		}
 	case "redis":

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,10 +17,10 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/locklab/locklab/internal/checker"
+	"github.com/locklab/locklab/internal/client"
 	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/reason"
 	"github.com/locklab/locklab/internal/versions"
-	"github.com/valyala/fasthttp"
 )
 
 // Config is one load test.
@@ -59,7 +58,9 @@ type Config struct {
 	// NoCheck skips recording the evidence and checking it: for runs that
 	// measure speed only (the bench).
 	NoCheck bool
-	Client  *fasthttp.Client // NewClient
+	// Client, when set, is the service's client, carrying AdminToken (one
+	// shared by many runs keeps its connections); nil: Run makes one.
+	Client *client.Client
 	// Progress, when set, is told of every finished request, as the
 	// checker will see it (its outcome, the stock it reported, its replica).
 	// It is called from the workers at once: it must be safe for that.
@@ -154,10 +155,13 @@ func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
 		cfg.Wait = "" // it waits its own way: -wait does not reach it, and its result must not say it did
 	}
 	res := Result{Lock: lock, Wait: cfg.Wait, Concurrency: cfg.Concurrency, Rate: cfg.Rate, FailedBy: map[string]int{}, Replicas: map[string]int{}}
-	target, stockURL := cfg.URL, ""
+	svc, err := cfg.Service()
+	if err != nil {
+		return res, err
+	}
+	target := cfg.URL
 	if !cfg.Plain {
-		var err error
-		if target, stockURL, res.StockBefore, err = cfg.prepare(lock); err != nil {
+		if target, res.StockBefore, err = cfg.prepare(ctx, svc, lock); err != nil {
 			return res, err
 		}
 	}
@@ -166,11 +170,11 @@ func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
 		run = history.RunID()
 	}
 	started := time.Now()
-	hist, elapsed := cfg.fireAll(ctx, target, run, &res)
+	hist, elapsed := cfg.fireAll(ctx, svc, target, run, &res)
 	res.summarise(hist, elapsed)
 	if !cfg.Plain {
 		// Read even after an interrupted run: what it did to the stock counts.
-		after, err := cfg.stock(stockURL)
+		after, err := svc.Stock(context.WithoutCancel(ctx))
 		if err != nil {
 			return res, err
 		}
@@ -180,7 +184,7 @@ func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
 		little := res.tooLittle()
 		var note reason.Reason
 		if !cfg.NoCheck {
-			res.Sales, note = cfg.histories(ctx, res.Replicas, started, run)
+			res.Sales, note = histories(ctx, svc, res.Replicas, started, run)
 			res.Verdict = checker.Check(checker.Run{StockBefore: res.StockBefore, StockAfter: after, Ops: res.Ops, Sales: res.Sales})
 		}
 		// After the verdict: its reasons and the run's own in one list.
@@ -193,48 +197,37 @@ func Run(ctx context.Context, cfg Config, lock string) (Result, error) {
 	return res, nil
 }
 
-// prepare sets the stock and returns the sale URL for lock, the stock URL,
-// and the stock as read back. A version the tutorial runs on one process
-// (v1) gets one replica's URL, the replica that answers /healthz.
-func (cfg Config) prepare(lock string) (target, stockURL string, before int64, err error) {
-	if stockURL, err = Sibling(cfg.URL, "stock"); err != nil {
-		return "", "", 0, err
-	}
-	saleURL := cfg.URL
+// prepare sets the stock and returns the sale URL for lock and the stock
+// as read back. A version the tutorial runs on one process (v1) gets one
+// replica's URL, the replica that answers /healthz.
+func (cfg Config) prepare(ctx context.Context, svc *client.Client, lock string) (target string, before int64, err error) {
+	sales := svc
 	if v, _ := versions.Lookup(lock); v.OneReplica {
-		h, err := Health(cfg)
+		h, err := svc.Health(ctx)
 		if err != nil {
-			return "", "", 0, err
+			return "", 0, err
 		}
-		if saleURL, err = ReplicaURL(cfg.URL, h.Replica, "sale"); err != nil {
-			return "", "", 0, err
-		}
+		sales = svc.Replica(h.Replica)
 	}
-	if err := cfg.setStock(stockURL, cfg.Stock); err != nil {
-		return "", "", 0, err
+	if err := svc.SetStock(ctx, cfg.Stock); err != nil {
+		return "", 0, err
 	}
-	if before, err = cfg.stock(stockURL); err != nil {
-		return "", "", 0, err
+	if before, err = svc.Stock(ctx); err != nil {
+		return "", 0, err
 	}
-	target, err = withLock(saleURL, lock, cfg.Wait, cfg.Fence)
-	return target, stockURL, before, err
+	return sales.SaleURL(client.Query{Lock: lock, Wait: cfg.Wait, Fence: cfg.Fence}), before, nil
 }
 
 // histories reads every replica's record of the run's sales (through nginx's
 // /replica/NAME/ route), or says why it could not.
-func (cfg Config) histories(ctx context.Context, replicas map[string]int, since time.Time, run string) ([]history.Sale, reason.Reason) {
-	client := &http.Client{Timeout: 30 * time.Second}
+func histories(ctx context.Context, svc *client.Client, replicas map[string]int, since time.Time, run string) ([]history.Sale, reason.Reason) {
 	sales := []history.Sale{}
 	for _, name := range slices.Sorted(maps.Keys(replicas)) {
-		u, err := ReplicaURL(cfg.URL, name, "history")
-		if err == nil {
-			var got []history.Sale
-			got, err = history.Fetch(ctx, client, u, cfg.AdminToken, since, run)
-			sales = append(sales, got...)
-		}
+		got, err := svc.Replica(name).History(ctx, since, run)
 		if err != nil {
 			return nil, reason.New("historyNotRead", "the replicas' history was not read: {err}", "err", err)
 		}
+		sales = append(sales, got...)
 	}
 	return sales, reason.Reason{}
 }
@@ -244,7 +237,7 @@ func (cfg Config) histories(ctx context.Context, replicas map[string]int, since 
 // set), each with its own request id (run-N), tallies the replies into res,
 // records each request in res.Ops, and returns the latencies and the time
 // it took.
-func (cfg Config) fireAll(ctx context.Context, target, run string, res *Result) (*hdrhistogram.Histogram, time.Duration) {
+func (cfg Config) fireAll(ctx context.Context, svc *client.Client, target, run string, res *Result) (*hdrhistogram.Histogram, time.Duration) {
 	var (
 		stopped atomic.Bool
 		mu      sync.Mutex
@@ -273,7 +266,7 @@ func (cfg Config) fireAll(ctx context.Context, target, run string, res *Result) 
 						t += "&" + h
 					}
 				}
-				op := cfg.fire(t, run+"-"+strconv.FormatInt(n, 10), &tally)
+				op := cfg.fire(ctx, svc, t, run+"-"+strconv.FormatInt(n, 10), &tally)
 				_ = local.RecordValue(max(1, op.Return.Sub(due).Microseconds()))
 				if !cfg.Plain && !cfg.NoCheck {
 					tally.Ops = append(tally.Ops, op)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -21,7 +22,7 @@ func service(t *testing.T) string { return servicetest.Start(t, "r1") }
 
 func TestRunCountsEveryReply(t *testing.T) {
 	url := service(t)
-	cfg := loadtest.Config{URL: url + "/sale", Requests: 200, Concurrency: 20, Stock: 50, Client: loadtest.NewClient(20)}
+	cfg := loadtest.Config{URL: url + "/sale", Requests: 200, Concurrency: 20, Stock: 50}
 	for _, lock := range []string{"atomic", "v6"} {
 		r, err := loadtest.Run(context.Background(), cfg, lock)
 		if err != nil {
@@ -42,7 +43,7 @@ func TestRunCountsEveryReply(t *testing.T) {
 // v1 runs on one replica. Into JSON as the issue names the fields.
 func TestRunChecksTheEvidence(t *testing.T) {
 	url := service(t)
-	cfg := loadtest.Config{URL: url + "/sale", Requests: 100, Concurrency: 10, Stock: 30, Client: loadtest.NewClient(10)}
+	cfg := loadtest.Config{URL: url + "/sale", Requests: 100, Concurrency: 10, Stock: 30}
 	for _, lock := range []string{"v1", "v6", "atomic"} {
 		r, err := loadtest.Run(context.Background(), cfg, lock)
 		if err != nil {
@@ -71,7 +72,7 @@ func TestRunChecksTheEvidence(t *testing.T) {
 func TestRunNeedsTheSaleEndpoint(t *testing.T) {
 	url := service(t)
 	for _, u := range []string{url + "/stock", "localhost/sale", url + "/nope/sale"} {
-		cfg := loadtest.Config{URL: u, Requests: 1, Concurrency: 1, Stock: 1, Client: loadtest.NewClient(1)}
+		cfg := loadtest.Config{URL: u, Requests: 1, Concurrency: 1, Stock: 1}
 		if _, err := loadtest.Run(context.Background(), cfg, "atomic"); err == nil {
 			t.Errorf("-url %s: no error", u)
 		}
@@ -130,8 +131,7 @@ func TestReportShowsTheScenarioMatrix(t *testing.T) {
 // request served, whatever its body: it is not a sale.
 func TestPlainRunCountsEvery200(t *testing.T) {
 	url := service(t)
-	r, err := loadtest.Run(context.Background(), loadtest.Config{URL: url + "/healthz", Plain: true, Requests: 50, Concurrency: 5,
-		Client: loadtest.NewClient(5)}, "")
+	r, err := loadtest.Run(context.Background(), loadtest.Config{URL: url + "/healthz", Plain: true, Requests: 50, Concurrency: 5}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestRateMeasuresFromTheSchedule(t *testing.T) {
 		}
 	}))
 	defer ts.Close()
-	cfg := loadtest.Config{URL: ts.URL, Plain: true, Requests: 20, Concurrency: 1, Client: loadtest.NewClient(1)}
+	cfg := loadtest.Config{URL: ts.URL, Plain: true, Requests: 20, Concurrency: 1}
 	closed, err := loadtest.Run(context.Background(), cfg, "")
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func TestRateMeasuresFromTheSchedule(t *testing.T) {
 // it), and the table marks the row and counts the requests not served.
 func TestRunThatSoldNothingIsMarked(t *testing.T) {
 	url := service(t)
-	cfg := loadtest.Config{URL: url + "/sale", Requests: 20, Concurrency: 4, Stock: 10, Client: loadtest.NewClient(4)}
+	cfg := loadtest.Config{URL: url + "/sale", Requests: 20, Concurrency: 4, Stock: 10}
 	r, err := loadtest.Run(context.Background(), cfg, "etcd")
 	if err != nil {
 		t.Fatal(err)
@@ -207,5 +207,54 @@ func TestRunThatSoldNothingIsMarked(t *testing.T) {
 	}
 	if v := loadtest.Verdict(r.Verdict, ""); !strings.Contains(v, "linearizable: not tested · no request sold (20 requests: 20 failed)") {
 		t.Fatalf("verdict line %q", v)
+	}
+}
+
+// A stopped run stops its requests in flight: they are abandoned at once
+// (their connections closed, so the service sees its client go), not left
+// to run to the 2-minute request timeout. Here every request meets a server
+// that answers only once its client is gone.
+func TestStoppedRunAbandonsItsRequests(t *testing.T) {
+	const conc = 4
+	var inFlight, gone atomic.Int64
+	arrived := make(chan struct{}, conc)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight.Add(1)
+		arrived <- struct{}{}
+		<-r.Context().Done() // net/http ends it when the client's connection closes
+		gone.Add(1)
+	}))
+	defer ts.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var res loadtest.Result
+	go func() {
+		var err error
+		res, err = loadtest.Run(ctx, loadtest.Config{URL: ts.URL, Plain: true, Requests: conc, Concurrency: conc}, "")
+		done <- err
+	}()
+	for range conc { // every request is in flight
+		<-arrived
+	}
+	stopped := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil || !errors.Is(err, context.Canceled) {
+			t.Fatalf("stopped run: %v, want its context's cancellation", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run still waits on its requests 10 s after it was stopped")
+	}
+	t.Logf("the run returned %v after it was stopped", time.Since(stopped))
+	if res.Requests != conc || res.NotServed() != conc || res.FailedBy["transport"] != conc {
+		t.Fatalf("%d requests, %d not served, failed by %v: want %d abandoned, their outcome unknown", res.Requests, res.NotServed(), res.FailedBy, conc)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for gone.Load() < conc && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // polls the server's observed state
+	}
+	if gone.Load() != conc || inFlight.Load() != conc {
+		t.Fatalf("the server saw %d of %d requests' clients go (%d arrived)", gone.Load(), conc, inFlight.Load())
 	}
 }

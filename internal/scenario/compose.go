@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -13,7 +12,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
-	"github.com/locklab/locklab/internal/loadtest"
+	"github.com/locklab/locklab/internal/client"
 	"github.com/locklab/locklab/internal/probe"
 	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/redis/go-redis/v9"
@@ -81,31 +80,13 @@ func Compose(ctx context.Context, open Opener, project, saleURL string, h api.He
 	if err != nil {
 		return Env{}, err
 	}
+	svc, err := client.ForSale(saleURL, adminToken)
+	if err != nil {
+		return Env{}, err
+	}
 	for i, name := range replicas[:2] {
-		u, err := loadtest.ReplicaURL(saleURL, name, "sale")
-		if err != nil {
-			return Env{}, err
-		}
-		ready, err := loadtest.ReplicaURL(saleURL, name, "readyz")
-		if err != nil {
-			return Env{}, err
-		}
-		e.Replicas[i] = Replica{Name: name, URL: u}
-		p.ready[name] = func(ctx context.Context) error {
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, ready, nil)
-			if err != nil {
-				return err
-			}
-			resp, err := e.Client.Do(req)
-			if err != nil {
-				return err
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return errors.New(resp.Status)
-			}
-			return nil
-		}
+		r := svc.Replica(name)
+		e.Replicas[i], p.ready[name] = Replica{Name: name, URL: r.URL("sale")}, r.Ready
 	}
 	var clients []*redis.Client
 	for i, s := range composeRedis {

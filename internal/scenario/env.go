@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2/client"
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/client"
 	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/reason"
 	"github.com/locklab/locklab/internal/versions"
@@ -31,8 +31,10 @@ type Env struct {
 	AcquireTimeout time.Duration
 	// Claim is the replicas' -claim (from /healthz; 0: not reported): how
 	// long a waiter handed the lock has to take it.
-	Claim  time.Duration
-	Client *http.Client
+	Claim time.Duration
+	// Client calls the service (with AdminToken): through nginx, or one
+	// replica (at).
+	Client *client.Client
 	// Stores watches each lock where it lives and frees it (nil: no lock
 	// can be watched). ZKMembers are the zk lock's ensemble's members (none:
 	// the stack has none); DBNode is the database's process.
@@ -160,21 +162,16 @@ func (e Env) reset(ctx context.Context) (int64, error) {
 	if err := e.ClearLock(ctx, e.lock); err != nil {
 		return 0, err
 	}
-	stockURL := strings.TrimSuffix(e.URL, "/sale") + "/stock"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, stockURL, strings.NewReader(`{"stock":10}`))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Authorization", "Bearer "+e.AdminToken)
-	res, err := e.Client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("scenario: PUT %s: %s", stockURL, res.Status)
+	if err := e.at(e.URL).SetStock(ctx, 10); err != nil {
+		return 0, fmt.Errorf("scenario: %w", err)
 	}
 	return 10, nil
+}
+
+// at is the Env's client of the service whose sale endpoint is saleURL:
+// nginx's (URL), or a replica's own (Replica.URL).
+func (e Env) at(saleURL string) *client.Client {
+	return e.Client.At(strings.TrimSuffix(saleURL, "/sale"))
 }
 
 // Lacks says what the Env lacks to run lock's cells ("": nothing): a stack
@@ -206,7 +203,7 @@ func NewEnv(h api.Health, adminToken string) (Env, error) {
 		return Env{}, err
 	}
 	return Env{AdminToken: adminToken, LockKey: h.LockKey, StockKey: h.StockKey, TTL: ttl, AcquireTimeout: acquire,
-		Claim: claimDeadline(h), Client: &http.Client{Timeout: 2 * time.Minute}}, nil
+		Claim: claimDeadline(h), Client: client.New("", adminToken)}, nil
 }
 
 // claimDeadline reads the replicas' -claim off /healthz (0: not reported).

@@ -329,7 +329,7 @@ func agrees(observed string, v checker.Verdict) string {
 func (e Env) evidence(ctx context.Context, since time.Time) (checker.Verdict, []history.Sale, error) {
 	var sales []history.Sale
 	for _, r := range e.Replicas {
-		got, err := history.Fetch(ctx, e.Client, strings.TrimSuffix(r.URL, "/sale")+"/history", e.AdminToken, since, e.cell)
+		got, err := e.at(r.URL).History(ctx, since, e.cell)
 		if err != nil {
 			return checker.Verdict{}, nil, fmt.Errorf("scenario: the replicas' history: %w", err)
 		}

@@ -2,16 +2,15 @@ package scenario
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
+	"github.com/locklab/locklab/internal/client"
 )
 
 // reply is one sale's answer.
@@ -37,33 +36,23 @@ func (e Env) sellAt(ctx context.Context, saleURL, lock, hooks string) <-chan rep
 	go func() {
 		var r reply
 		defer func() { ch <- r }()
-		u := saleURL + "?lock=" + url.QueryEscape(lock) + "&" + hooks
 		if e.off != "" {
-			u += "&off=" + e.off
+			hooks += "&off=" + e.off
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
-		if err != nil {
-			r.err = err
-			return
-		}
-		req.Header.Set("Authorization", "Bearer "+e.AdminToken)
+		var id string
 		if e.seq != nil {
-			req.Header.Set("X-Request-Id", e.cell+"-"+strconv.FormatInt(e.seq.Add(1), 10))
+			id = e.cell + "-" + strconv.FormatInt(e.seq.Add(1), 10)
 		}
 		start := time.Now()
-		res, err := e.Client.Do(req)
-		if err != nil {
-			r.err = fmt.Errorf("scenario: POST %s: %w", u, err)
+		res, err := e.at(saleURL).Sale(ctx, client.Query{Lock: lock, Hooks: strings.Trim(hooks, "&")}, id)
+		if err != nil && !errors.As(err, new(*client.Error)) {
+			r.err = fmt.Errorf("scenario: %w", err)
 			return
 		}
 		r.elapsed = time.Since(start)
-		defer res.Body.Close()
-		var body api.Sale
-		raw, _ := io.ReadAll(res.Body)
-		_ = json.Unmarshal(raw, &body)
-		r.status, r.code, r.warning, r.outcome = res.StatusCode, body.Code, body.Warning, api.Outcome(res.StatusCode, body)
-		if res.StatusCode == http.StatusBadRequest || res.StatusCode == http.StatusUnauthorized {
-			r.err = fmt.Errorf("scenario: the service refused the fault hook (%d %s): start it with -chaos and the same -admin-token", res.StatusCode, body.Error)
+		r.status, r.code, r.warning, r.outcome = res.Status, res.Code, res.Warning, res.Outcome()
+		if res.Status == http.StatusBadRequest || res.Status == http.StatusUnauthorized {
+			r.err = fmt.Errorf("scenario: the service refused the fault hook (%d %s): start it with -chaos and the same -admin-token", res.Status, res.Error)
 		}
 	}()
 	return ch

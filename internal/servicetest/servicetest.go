@@ -23,7 +23,18 @@ import (
 	"github.com/locklab/locklab/internal/step"
 	"github.com/locklab/locklab/internal/versions"
 	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
 )
+
+// ClientGoroutines are what a client of the service (internal/client) leaves
+// running by design, for goleak to ignore: fasthttp's cleaners of its idle
+// connections, which stop by themselves once idle, and its dialer's address
+// cache, which lives as long as the process.
+var ClientGoroutines = []goleak.Option{
+	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*Client).mCleaner"),
+	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
+	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*TCPDialer).tcpAddrsClean"),
+}
 
 // Start runs the replica called name (-lock v1, -lock-override, polling
 // every millisecond, its history kept, no database: db answers 503, its
