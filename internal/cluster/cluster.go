@@ -123,6 +123,19 @@ type State struct {
 // StockNode is the node of the stock and the single-node locks.
 func (s *State) StockNode() Proc { return s.Redis[0] }
 
+// RedlockOnly names the Redis nodes only Redlock uses: every node but the
+// stock's. The lab's Redlock lesson may stop them (Kill), and no other.
+func (c *Cluster) RedlockOnly() []string {
+	var names []string
+	for i, p := range c.State.Redis {
+		if i == 0 {
+			continue
+		}
+		names = append(names, p.Name)
+	}
+	return names
+}
+
 // Addrs lists every address the processes listen on, in stop order.
 func (s State) Addrs() []string {
 	var addrs []string

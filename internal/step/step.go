@@ -273,7 +273,9 @@ func (s *Sale) Run(ctx context.Context, what string, do func() string) error {
 // is shown, not stopped: v8's watchdog renewing in real time while its
 // holder is stopped is the very thing v8 fixes, and stopping it would turn
 // v8's story into v7's. redsync's per-node calls run in goroutines too:
-// shown, not stopped (see the package's report of what is left). Only a
+// shown, each named by its node (Hook.Node), not stopped; the Redlock
+// attempt that sends them is stopped as a whole, by the lock itself, on
+// the sale's goroutine (package redlock). Only a
 // paused sale (Pause) holds them, until it resumes, is cancelled, or ctx,
 // the command's own, ends.
 func (s *Sale) run(ctx context.Context, node, what string, do func() string) error {

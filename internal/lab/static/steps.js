@@ -186,7 +186,7 @@ function initSteps() {
     $("#lane-" + w + " .end").onclick = () => act(w, "end").catch(stepError);
   }
   window.addEventListener("hashchange", route);
-  window.addEventListener("pagehide", () => { thawAll(true); for (const w of lanes) cancelSale(w, true); });
+  window.addEventListener("pagehide", () => { thawAll(true); startNodes(true); for (const w of lanes) cancelSale(w, true); });
   route();
   drawSteps();
 }
@@ -228,6 +228,7 @@ async function startSales(lock, fence, p) {
   for (const w of salesOf(p)) {
     const body = { id: "lesson-" + run + "-" + w, lock, fence, nested: Boolean(p && p.nested) };
     if (w === "A") body.stock = 10;
+    if (p && p.lease) body.lease = p.lease; // Redlock's story: A must outlast a reader's clicks
     const s = await api("POST", "/lab/api/lesson/" + encodeURIComponent(replicaOf(w)) + "/sale", body);
     steps.sales[w] = { id: body.id, replica: replicaOf(w), lock, fence, s };
   }
@@ -238,6 +239,7 @@ async function startSales(lock, fence, p) {
 // the lanes; keep keeps the chosen preset.
 async function resetSales(keep) {
   await thawAll(); // a frozen replica answers nothing: thawed first (the lab's DELETE thaws it too)
+  await startNodes(); // and a stopped node is started again (the lab's DELETE does so too)
   await Promise.all(lanes.map((w) => cancelSale(w)));
   steps.sales = {};
   steps.froze = "";
@@ -296,6 +298,8 @@ async function presetNext() {
     if (waiting(st)) return; // the button is disabled until then
   } else if (st.do === "freeze" || st.do === "thaw") {
     await freezeLane(st.who, st.do);
+  } else if (st.do === "stop" || st.do === "start" || st.do === "restart") {
+    await nodeAct(st.node, st.do);
   } else if (st.do === "to") {
     const before = steps.sales[st.who].s.done.length;
     await takeLock(st.who);
@@ -314,7 +318,7 @@ async function presetNext() {
   }
   steps.at++;
   steps.waitFrom = Date.now();
-  if (steps.at >= p.steps.length) await thawAll(); // the story's end: nothing left frozen
+  if (steps.at >= p.steps.length) { await thawAll(); await startNodes(); } // the story's end: nothing left frozen or stopped
   drawSteps();
 }
 
@@ -453,6 +457,7 @@ function judge() {
     out.push({ bad: Boolean(r.sold), text: t(r.sold ? "judge.pausedWrote" : "judge.pausedRefused", { X, Y }) });
   }
   judgeFrozen(out);
+  judgeRedlock(out);
   for (const [r, X] of [[ra, "A"], [rb, "B"]]) {
     if (r.code === "fenced") out.push({ bad: false, text: t("judge.fenced", { X }) });
   }
@@ -487,16 +492,21 @@ function drawSteps() {
   if (p) {
     const wait = waiting(st);
     const noFreeze = Boolean(p.freeze) && !canFreeze(); // the Compose stack: no replica to SIGSTOP
-    next.disabled = steps.busy || (Boolean(steps.sales.A) && !st) || wait || noFreeze;
+    const noNodes = Boolean(p.nodes) && !canStopNodes(); // nor a Redis node to stop
+    next.disabled = steps.busy || (Boolean(steps.sales.A) && !st) || wait || noFreeze || noNodes;
     next.textContent = noFreeze ? t("steps.noFreeze", { command: state.config.freeze ? state.config.freeze.command : "make up" })
+      : noNodes ? t("steps.noNodes", { command: state.config.nodes ? state.config.nodes.command : "make up" })
       : !steps.sales.A ? t(p.solo ? "steps.startSolo" : "steps.startBoth")
       : !st ? t("steps.theEnd") : st.do === "wait" ? (wait ? (st.ms ? t("steps.waitingFor", { s: Math.ceil((st.ms - (Date.now() - steps.waitFrom)) / 1000) }) : t("steps.waitingLease"))
         : storeLock() ? t("steps.nextPassed", { s: st.ms / 1000 }) : t("steps.nextLeaseOut"))
       : t(st.do === "end" ? "steps.nextEnd" : st.do === "crash" ? "steps.nextCrash" : st.do === "pause" ? "steps.nextPause"
         : st.do === "resume" ? "steps.nextResume" : st.do === "freeze" ? "steps.nextFreeze" : st.do === "thaw" ? "steps.nextThaw"
-          : st.do === "to" ? "steps.nextTo" : "steps.nextStep", { who: st.who });
-    $("#steps-caption").textContent = !steps.sales.A ? t(p.intro) : st ? t("steps.stepOf", { n: steps.at + 1, of: p.steps.length }) + t(st.caption)
-      : t(p.steps[p.steps.length - 1].caption);
+          : st.do === "stop" ? "steps.nextNodeStop" : st.do === "start" ? "steps.nextNodeStart" : st.do === "restart" ? "steps.nextNodeRestart"
+            : st.do === "to" ? "steps.nextTo" : "steps.nextStep", { who: st.who, node: "node" in st ? Object.values(nodeNames())[st.node] : "" });
+    // The nodes a story stops are named as this stack names them.
+    const names = p.nodes ? nodeNames() : undefined;
+    $("#steps-caption").textContent = !steps.sales.A ? t(p.intro, names) : st ? t("steps.stepOf", { n: steps.at + 1, of: p.steps.length }) + t(st.caption, names)
+      : t(p.steps[p.steps.length - 1].caption, names);
   } else $("#steps-caption").textContent = t("steps.pick");
   for (const w of lanes) drawLane(w);
   drawStore();
@@ -557,7 +567,9 @@ function runs(done) {
 function stepItem(d, mark, pending, group) {
   const times = group ? group.length : 1;
   const li = el("li", { className: "step", "data-phase": d.phase || "", "data-mark": mark || "" },
-    el("span", { className: "phase", text: d.phase && has("phase." + d.phase) ? t("phase." + d.phase) : d.phase || "" }), el("code", { className: "cmd", text: stepText(d.command) }));
+    el("span", { className: "phase", text: d.phase && has("phase." + d.phase) ? t("phase." + d.phase) : d.phase || "" }),
+    d.node ? el("span", { className: "on-node", text: d.node + ":" }) : null, el("code", { className: "cmd", text: stepText(d.command) }));
+  if (d.node) li.dataset.node = d.node; // a Redlock node's command: which node it went to
   if (times > 1) li.dataset.times = String(times);
   if (pending) {
     li.dataset.next = "true";
@@ -576,6 +588,7 @@ function stepItem(d, mark, pending, group) {
 const stepForms = [
   [/^check: stock (?<n>-?\d+) > 0$/, "step.check"], [/^yes: write (?<n>-?\d+)$/, "step.yes"], [/^no: sold out$/, "step.no"],
   [/^business work: (?<d>\S+)$/, "step.work"], [/^done$/, "step.done"],
+  [/^Redlock: SET (?<key>\S+) (?<owner>\S+) NX PX (?<ms>\d+) on each of (?<n>\d+) nodes, (?<q>\d+) to hold it$/, "step.redlock"],
 ];
 
 function stepText(text) {
@@ -619,4 +632,5 @@ function drawStore() {
       el("b", { text: t("store.token", { token: s.fence.token, who: ownerOf(s.fence.owner) || t("store.another") }) })) : null,
   ].filter(Boolean));
   if (s.queue) box.querySelector(".lock").replaceWith(queueBox(s.queue)); // etcd, ZooKeeper, MariaDB: not a Redis key
+  if (s.nodes) box.querySelector(".lock").replaceWith(nodesBox(s.nodes)); // Redlock: the key on each of its nodes
 }
