@@ -118,11 +118,19 @@ func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, err
 		redsync.WithExpiry(ttl),
 		redsync.WithGenValueFunc(func() (string, error) { return owner, nil }),
 	)
+	// lesson:end
 	var sent time.Time
-	if err := l.gated(ctx, l.attempt(owner, ttl), func() error { sent = time.Now(); return m.TryLockContext(ctx) }); err != nil {
-		if errors.Is(err, step.ErrCancelled) {
-			return nil, err // the lesson's sale cancelled before it asked
-		}
+	err := l.gated(ctx, l.attempt(owner, ttl), func() error {
+		sent = time.Now()
+		// lesson:begin redlock
+		return m.TryLockContext(ctx)
+		// lesson:end
+	})
+	if errors.Is(err, step.ErrCancelled) {
+		return nil, err // the lesson's sale cancelled before it asked
+	}
+	// lesson:begin redlock
+	if err != nil {
 		if down := l.failedNodes(err); l.nodes-down < l.quorum {
 			return nil, fmt.Errorf("%w: %d of %d nodes failed: %s", ErrNoQuorum, down, l.nodes, oneLine(err))
 		}
