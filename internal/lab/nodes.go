@@ -38,7 +38,7 @@ const NodeBound = time.Minute
 // process is gone, then until the new one answers PING.
 const nodeTimeout = 30 * time.Second
 
-// Node is what a node action answers.
+// NodeState is what a node action answers.
 type NodeState struct {
 	Node  string    `json:"node"`
 	Down  bool      `json:"down"`
