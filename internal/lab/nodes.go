@@ -99,14 +99,15 @@ func (l *Lab) lessonNode(w http.ResponseWriter, r *http.Request) {
 		// One cluster for every node a lesson holds stopped: each restart
 		// saves the cluster's state (the node's new pid), and one read
 		// before another node's restart would save that one's old pid.
-		if l.held.killer == nil {
-			l.held.killer = k
+		if l.held.killer != nil {
+			k = l.held.killer
 		}
-		restart, err := l.held.killer.Kill(name)
+		restart, err := k.Kill(name)
 		if err != nil {
 			writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "could not stop "+name+": "+err.Error())
 			return
 		}
+		l.held.killer = k
 		l.hold(what, l.nodeBound(), func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout)
 			defer cancel()
