@@ -551,13 +551,14 @@ function drawLane(w) {
   lane.querySelector(".end").disabled = !s || s.s.state === "done" || steps.busy || s.s.paused || s.frozen;
 }
 
-// runs groups the steps a waiter repeats (the same command, the same reply:
-// B's SET NX answered nil every 20 ms) into one line each.
+// runs groups the steps a waiter repeats (the same command to the same
+// node, the same reply: B's SET NX answered nil every 20 ms) into one line
+// each; Redlock's nodes, each sent the same SET, keep a line each.
 function runs(done) {
   const out = [];
   for (const d of done) {
     const last = out[out.length - 1];
-    if (last && last[0].phase === d.phase && last[0].command === d.command && last[0].reply === d.reply) last.push(d);
+    if (last && last[0].phase === d.phase && last[0].node === d.node && last[0].command === d.command && last[0].reply === d.reply) last.push(d);
     else out.push([d]);
   }
   return out;
