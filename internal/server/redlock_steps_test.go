@@ -88,7 +88,7 @@ func TestSteppedRedlockRestart(t *testing.T) {
 			s.nodes[2].Stop()
 			r := s.do(t, "POST", "/sale?step=A&lock=redlock&lease=30s", "")
 			s.expect(t, r, 202, map[string]any{"state": "stopped", "phase": "acquire"})
-			if next := r.body["next"].(map[string]any)["command"].(string); !strings.HasPrefix(next, "Redlock: SET "+api.DefaultLockKey) || !strings.Contains(next, "PX 30000 on each of 3 nodes, 2 to hold it") {
+			if next := r.body["next"].(map[string]any)["command"].(string); !strings.HasPrefix(next, "Redlock: SET "+api.DefaultLockKey) || !strings.Contains(next, "NX, lease 30s, on each of 3 nodes, 2 to hold it") {
 				t.Fatalf("A stopped before %q, want its Redlock attempt, its lease 30 s", next)
 			}
 			if got := store(); got[0] != "-" || got[1] != "-" || got[2] != "down" {

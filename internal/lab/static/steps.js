@@ -427,7 +427,7 @@ function judge() {
       out.push({ bad: true, text: t("judge.waitedSelf", { X, n: acq.length - first - 1 }) });
     }
     // v8 nests as v7 does: said in v7's story, not in a paused holder's.
-    const pausedHolder = [A, B].some((y) => y && y.done.some((d) => d.phase === "background" && d.reply === "0"));
+    const pausedHolder = [A, B].some((y) => y && y.done.some(renewalRefused));
     if (acq.filter(granted).length >= 2 && r.sold && !pausedHolder) {
       out.push({ bad: false, text: t("judge.reentered", { X }) });
     }
@@ -453,7 +453,7 @@ function judge() {
   // that the lease had gone to the other.
   for (const [x, Y, X] of B ? [[A, "B", "A"], [B, "A", "B"]] : []) {
     const r = (x.result || {}).reply || {};
-    if (!x.done.some((d) => d.phase === "background" && d.reply === "0")) continue;
+    if (!x.done.some(renewalRefused)) continue;
     out.push({ bad: Boolean(r.sold), text: t(r.sold ? "judge.pausedWrote" : "judge.pausedRefused", { X, Y }) });
   }
   judgeFrozen(out);
@@ -464,6 +464,11 @@ function judge() {
   if (!out.length) out.push({ bad: false, text: t(B ? "judge.once" : "judge.soldOnce") });
   return out;
 }
+
+// renewalRefused says that d is v8's watchdog renewing a lease that was no
+// longer its own (0); not a Redlock node's release answering 0 (a node
+// names it: the key there is another's).
+function renewalRefused(d) { return d.phase === "background" && d.reply === "0" && !d.node; }
 
 // granted says that a lock command's reply granted it: OK (SET NX), 1
 // (SETNX, a script, GET_LOCK), or a fencing token; not db-getlock's
@@ -589,7 +594,7 @@ function stepItem(d, mark, pending, group) {
 const stepForms = [
   [/^check: stock (?<n>-?\d+) > 0$/, "step.check"], [/^yes: write (?<n>-?\d+)$/, "step.yes"], [/^no: sold out$/, "step.no"],
   [/^business work: (?<d>\S+)$/, "step.work"], [/^done$/, "step.done"],
-  [/^Redlock: SET (?<key>\S+) (?<owner>\S+) NX PX (?<ms>\d+) on each of (?<n>\d+) nodes, (?<q>\d+) to hold it$/, "step.redlock"],
+  [/^Redlock: SET (?<key>\S+) (?<owner>\S+) NX, lease (?<lease>\S+), on each of (?<n>\d+) nodes, (?<q>\d+) to hold it$/, "step.redlock"],
 ];
 
 function stepText(text) {

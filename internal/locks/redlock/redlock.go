@@ -174,7 +174,7 @@ func (l *Locker) release(ctx context.Context, m *redsync.Mutex) error {
 // attempt is one acquisition as the lab's step-through shows it: the SET
 // each node is sent, and how many must grant it.
 func (l *Locker) attempt(owner string, ttl time.Duration) string {
-	return fmt.Sprintf("Redlock: SET %s %s NX PX %d on each of %d nodes, %d to hold it", l.opts.Key, owner, ttl.Milliseconds(), l.nodes, l.quorum)
+	return fmt.Sprintf("Redlock: SET %s %s NX, lease %s, on each of %d nodes, %d to hold it", l.opts.Key, owner, ttl, l.nodes, l.quorum)
 }
 
 // gated runs one Redlock attempt, try, as one step of ctx's stepped sale
