@@ -280,8 +280,8 @@ func (l *Lab) page(w http.ResponseWriter, r *http.Request) {
 // replica or stop a Redis node here (why not, and the command that starts
 // a stack where it may).
 func (l *Lab) config(w http.ResponseWriter, r *http.Request) {
-	_, why := l.freezer(r.Context())
-	k, whyNodes := l.killer(r.Context())
+	f, why := l.freezer(r.Context())
+	k, whyNodes := asKiller(f, why)
 	var nodes []string
 	if k != nil {
 		nodes = k.RedlockOnly()

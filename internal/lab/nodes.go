@@ -49,8 +49,10 @@ type NodeState struct {
 func stoppedNode(name string) string { return "node " + name }
 
 // killer is the stack's Killer, or why there is none.
-func (l *Lab) killer(ctx context.Context) (Killer, string) {
-	f, why := l.freezer(ctx)
+func (l *Lab) killer(ctx context.Context) (Killer, string) { return asKiller(l.freezer(ctx)) }
+
+// asKiller is f as a Killer, or why it is none (why: why there is no f).
+func asKiller(f Freezer, why string) (Killer, string) {
 	if f == nil {
 		return nil, why
 	}
