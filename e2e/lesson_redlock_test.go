@@ -24,8 +24,8 @@ import (
 // sales. The fix keeps the crashed node down: B's attempt is refused (one
 // node of three), A sells, the node comes back once A is done, and B
 // sells the next unit. Last, a story left with a node down is reset: the
-// node answers again. The endings at 1280 and 390 px are kept as
-// docs/lesson-redlock-*.png ($LAB_SCREENSHOTS).
+// node answers again. The endings at 1280 and 390 px, and the moment both
+// hold the lock, are kept as docs/lesson-redlock-*.png ($LAB_SCREENSHOTS).
 func TestLessonRedlockRestart(t *testing.T) {
 	bin := clusterBin(t)
 	port := redistest.FreePort(t)
@@ -124,6 +124,7 @@ func TestLessonRedlockRestart(t *testing.T) {
 		t.Fatalf("B's marked step is %q: want its Redlock attempt, answered OK", m)
 	}
 	storeSays("two holders", "A", "B", "B")
+	p.shots("redlock-holders")
 	p.click(7) // B reads 10
 	if got := p.done("B", "stock", 0, ".reply"); !strings.Contains(got, `"10"`) {
 		t.Fatalf("B read %s, want 10", got)
