@@ -45,10 +45,10 @@ lab-screenshot:
 
 # The step-through's pictures (docs/lesson-*.png): the browser test's, on
 # the local cluster it starts as make up does, each story's ending at 1280
-# and 390 px.
+# and 390 px (the frozen holder's and Redlock's restart too).
 lesson-screenshot:
 	@d=$$(mktemp -d); trap 'rm -rf $$d' EXIT; \
-	LAB_SCREENSHOTS=$$d $(GO) test -tags e2e -count=1 -run '^TestLessonStepThrough$$' ./e2e/ && \
+	LAB_SCREENSHOTS=$$d $(GO) test -tags e2e -count=1 -run '^(TestLessonStepThrough|TestLessonFrozenHolder|TestLessonRedlockRestart)$$' ./e2e/ && \
 	cp $$d/lesson-*.png docs/ && echo "docs/lesson-*.png written"
 
 # The generated parts of README.md and docs/ (flag tables, endpoints, the

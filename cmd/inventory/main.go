@@ -98,9 +98,13 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	rdb.AddHook(step.Hook{})
 	nodes := redisconn.NewAll(cfg.Redlock, cfg.RedisPassword)
 	defer redisconn.CloseAll(nodes)
+	names := make([]string, len(nodes))
 	for i, n := range nodes {
+		// Each Redlock node's steps carry its name: the lesson shows which
+		// node granted, refused, or was down.
+		names[i] = redisconn.NodeName(cfg.Redlock[i])
 		n.AddHook(mx.RoundTrips(cfg.Redlock[i]))
-		n.AddHook(step.Hook{})
+		n.AddHook(step.Hook{Node: names[i]})
 	}
 	// The etcd client dials in the background: a replica whose etcd is down
 	// still serves every other version.
@@ -128,7 +132,7 @@ func serve(ctx context.Context, cfg config, ln net.Listener, log *slog.Logger) e
 	// replica cancels its stepped sales, which release their locks.
 	steps := step.New(step.Options{Wait: server.LessonLease / 2, Log: log.With("part", "step")})
 	defer steps.Close()
-	deps := builder.Deps{Redis: rdb, Sentinels: cfg.Sentinel, SentinelMaster: cfg.SentinelMaster, Redlock: nodes, Etcd: ecli, DB: dbc, DBHolds: holds, ZK: zks, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, Claim: cfg.Claim, ReplicaAck: cfg.ReplicaAck,
+	deps := builder.Deps{Redis: rdb, Sentinels: cfg.Sentinel, SentinelMaster: cfg.SentinelMaster, Redlock: nodes, RedlockNames: names, Etcd: ecli, DB: dbc, DBHolds: holds, ZK: zks, LockKey: cfg.LockKey, TTL: cfg.TTL, Retry: cfg.Retry, Claim: cfg.Claim, ReplicaAck: cfg.ReplicaAck,
 		RedlockRetry: cfg.RedlockRetry, Log: log, Observer: mx}
 	if slices.ContainsFunc(cfg.variants(), func(v versions.Variant) bool { return versions.Queued(v.Wait) }) {
 		n := retry.NewNotifier(ctx, rdb, cfg.LockKey, min(cfg.TTL, retry.Backstop), cfg.Claim, log)

@@ -52,6 +52,20 @@ type Store struct {
 	// Queue is the lock a lock service keeps (etcd, ZooKeeper, MariaDB),
 	// read when GET /store?lock=NAME names such a version; nil otherwise.
 	Queue *Queue `json:"queue,omitempty"`
+	// Nodes are the lock key on each node of a lock kept on several
+	// (Redlock), read when GET /store?lock=NAME names such a version: a
+	// node that restarted without persistence is seen to have forgotten
+	// it. nil otherwise.
+	Nodes []NodeKey `json:"nodes,omitempty"`
+}
+
+// NodeKey is the lock key on one node of a lock kept on several: its
+// holder and PTTL (Lock), nobody's (Lock nil), or the node down (Down:
+// why it did not answer).
+type NodeKey struct {
+	Node string   `json:"node"`
+	Lock *LockKey `json:"lock"`
+	Down string   `json:"down,omitempty"`
 }
 
 // Queue is a lock as its lock service holds it: where it lives, and its

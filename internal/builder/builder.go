@@ -45,6 +45,9 @@ type Deps struct {
 	Sentinels      []string
 	SentinelMaster string
 	Redlock        []redis.UniversalClient // the independent Redlock nodes
+	// RedlockNames name the Redlock nodes, in their order
+	// (redisconn.NodeName): the store's reading of each (Queues.ReadNodes).
+	RedlockNames []string
 	// Etcd is the etcd lock's cluster; nil: the etcd version answers every
 	// sale with an error (unavailable), as a node that is down would.
 	Etcd *clientv3.Client

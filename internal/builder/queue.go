@@ -2,7 +2,12 @@ package builder
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/api"
 	dblock "github.com/locklab/locklab/internal/locks/db"
@@ -73,4 +78,53 @@ func (q Queues) ReadQueue(ctx context.Context, lock string) (*api.Queue, error) 
 		entries = []api.QueueEntry{} // nobody: [] to the page, not null
 	}
 	return &api.Queue{Lock: lock, Where: where, Entries: entries}, nil
+}
+
+// NodeTimeout bounds the reading of one Redlock node: a node that is down
+// refuses at once, one frozen must not hold the page's reading.
+const NodeTimeout = time.Second
+
+// ReadNodes reads the lock key on each of the nodes lock is kept on
+// (Redlock's, named by Deps.RedlockNames), all at once: its holder and
+// PTTL, nobody's, or why the node did not answer; nil, nil for a version
+// kept on one node or in a lock service.
+func (q Queues) ReadNodes(ctx context.Context, lock string) ([]api.NodeKey, error) {
+	d := q.d
+	if lock != "redlock" || len(d.Redlock) == 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, NodeTimeout)
+	defer cancel()
+	out := make([]api.NodeKey, len(d.Redlock))
+	var wg sync.WaitGroup
+	for i, c := range d.Redlock {
+		name := fmt.Sprintf("node %d", i+1)
+		if i < len(d.RedlockNames) {
+			name = d.RedlockNames[i]
+		}
+		wg.Go(func() {
+			out[i] = api.NodeKey{Node: name}
+			var owner *redis.StringCmd
+			var pttl *redis.DurationCmd
+			_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+				owner, pttl = p.Get(ctx, d.LockKey), p.PTTL(ctx, d.LockKey)
+				return nil
+			})
+			switch {
+			case errors.Is(err, redis.Nil):
+			case err != nil:
+				out[i].Down = err.Error()
+				return
+			}
+			if v, err := owner.Result(); err == nil {
+				ttl := pttl.Val().Milliseconds()
+				if pttl.Val() < 0 {
+					ttl = -1
+				}
+				out[i].Lock = &api.LockKey{Key: d.LockKey, Type: "string", Owner: v, PTTLms: ttl}
+			}
+		})
+	}
+	wg.Wait()
+	return out, nil
 }

@@ -123,6 +123,19 @@ type State struct {
 // StockNode is the node of the stock and the single-node locks.
 func (s *State) StockNode() Proc { return s.Redis[0] }
 
+// RedlockOnly names the Redis nodes only Redlock uses: every node but the
+// stock's. The lab's Redlock lesson may stop them (Kill), and no other.
+func (c *Cluster) RedlockOnly() []string {
+	var names []string
+	for i, p := range c.State.Redis {
+		if i == 0 {
+			continue
+		}
+		names = append(names, p.Name)
+	}
+	return names
+}
+
 // Addrs lists every address the processes listen on, in stop order.
 func (s State) Addrs() []string {
 	var addrs []string
@@ -229,12 +242,26 @@ func (c *Cluster) Status(w io.Writer) {
 func (c *Cluster) Down() (int, error) {
 	stopped := 0
 	var errs []error
-	for _, p := range c.State.procs() {
+	stop := func(p *Proc) {
 		ran, err := p.stop(20 * time.Second)
 		if ran {
 			stopped++
 		}
 		errs = append(errs, err)
+	}
+	if c.State.Lab != nil {
+		stop(c.State.Lab)
+		// The lab, closing, starts again every Redis node a lesson had
+		// stopped, and saves each one's new pid: read back, or down would
+		// signal the old, dead pid and leave the new node running.
+		if now, err := Load(c.dir); err == nil {
+			c.State.Redis = now.State.Redis
+		}
+	}
+	for _, p := range c.State.procs() {
+		if p != c.State.Lab {
+			stop(p)
+		}
 	}
 	if err := os.Remove(stateFile(c.dir)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, err)

@@ -84,7 +84,11 @@ type Config struct {
 	// FreezeBound is the longest a lesson keeps a replica frozen (0:
 	// FreezeBound).
 	FreezeBound time.Duration
-	Log         *slog.Logger
+	// NodeBound is the longest a lesson keeps a Redis node stopped (0:
+	// NodeBound); the node is stopped through Freezer, when it is also a
+	// Killer.
+	NodeBound time.Duration
+	Log       *slog.Logger
 }
 
 // Fix is a fault a cell or a run left in place: the node, what is left
@@ -142,8 +146,8 @@ type Lab struct {
 	stack  *stack
 	found  *replicaFinder
 
-	cells  cells
-	frozen frozen // the replicas a lesson froze
+	cells cells
+	held  held // the faults a lesson put on the stack: frozen replicas, stopped nodes
 
 	rev atomic.Int64 // stamps what the lab says of its runs and cells (summary.Rev)
 
@@ -192,7 +196,7 @@ func (l *Lab) Close() {
 		cancel()
 		<-done
 	}
-	l.thawAll()
+	_ = l.undoAll("the lab closing", nil) // logged
 	l.stack.close()
 	l.closeCells()
 	l.hub.close() // every page's stream ends: a server stopping waits for none
@@ -206,6 +210,10 @@ func (l *Lab) claim(w http.ResponseWriter, kind, id string) (context.Context, fu
 	defer l.mu.Unlock()
 	if l.busy != "" {
 		writeJSON(w, http.StatusConflict, map[string]string{"error": l.busy + " is running: one at a time (stop it, or wait)", "code": "busy", "running": l.busyID})
+		return nil, nil, false
+	}
+	if held := l.holding(); len(held) > 0 { // the run would fault, or measure, a stack a lesson has faulted
+		writeError(w, http.StatusConflict, "busy", "a lesson holds "+strings.Join(held, ", ")+": reset it first (the lab undoes it by itself within a minute)")
 		return nil, nil, false
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -255,6 +263,7 @@ func (l *Lab) Handler() http.Handler {
 	mux.HandleFunc("GET /lab/api/lesson/store", l.lessonStore)
 	mux.HandleFunc("POST /lab/api/lesson/{replica}/freeze", l.lessonFreeze)
 	mux.HandleFunc("POST /lab/api/lesson/{replica}/thaw", l.lessonThaw)
+	mux.HandleFunc("POST /lab/api/lesson/nodes/{node}/{do}", l.lessonNode)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "no such page: "+r.URL.Path)
 	})
@@ -285,11 +294,19 @@ func (l *Lab) page(w http.ResponseWriter, r *http.Request) {
 
 // config is what the page needs to draw its form: the versions and waits,
 // the limits, whether a token is needed, and whether a lesson may freeze a
-// replica here (why not, and the command that starts a stack where it may).
+// replica or stop a Redis node here (why not, and the command that starts
+// a stack where it may).
 func (l *Lab) config(w http.ResponseWriter, r *http.Request) {
-	_, why := l.freezer(r.Context())
+	f, why := l.freezer(r.Context())
+	k, whyNodes := asKiller(f, why)
+	var nodes []string
+	if k != nil {
+		nodes = k.RedlockOnly()
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"freeze":   map[string]any{"available": why == "", "why": why, "command": freezeCommand, "bound_ms": l.freezeBound().Milliseconds()},
+		"freeze": map[string]any{"available": why == "", "why": why, "command": freezeCommand, "bound_ms": l.freezeBound().Milliseconds()},
+		"nodes": map[string]any{"available": whyNodes == "", "why": whyNodes, "command": freezeCommand, "bound_ms": l.nodeBound().Milliseconds(),
+			"names": nodes},
 		"versions": versions.All, "waits": versions.Waits, "showcase": versions.Showcase, "replicas": l.found.find(r.Context()),
 		"token_required": l.cfg.Token != "",
 		"limits":         map[string]int{"requests": MaxRequests, "concurrency": MaxConcurrency, "stock": MaxStock},

@@ -30,13 +30,17 @@ type lessonSale struct {
 	Nested bool `json:"nested"`
 	// Stock, when set, is written first: the lesson's starting stock.
 	Stock *int64 `json:"stock,omitempty"`
+	// Lease, when set, is the sale's lease (a Go duration; Redlock only,
+	// which the replica checks): Redlock's restart story, whose holder
+	// must outlive a person's clicks through two nodes' restarts.
+	Lease string `json:"lease,omitempty"`
 }
 
 // maxLessonStock bounds the stock a lesson starts with.
 const maxLessonStock = 1000
 
 // lessonStart starts a stepped sale on the replica the path names (POST
-// /sale?step=ID&lock=L[&fence=1][&nested=1]) and answers its state, stopped before its
+// /sale?step=ID&lock=L[&fence=1][&nested=1][&lease=D]) and answers its state, stopped before its
 // first step. Refused while a run or a cell uses the stack: a lesson's
 // stock and lock are theirs too.
 func (l *Lab) lessonStart(w http.ResponseWriter, r *http.Request) {
@@ -53,11 +57,7 @@ func (l *Lab) lessonStart(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, api.CodeBadRequest, fmt.Sprintf("a lesson's stock is 0-%d", maxLessonStock))
 		return
 	}
-	l.mu.Lock()
-	busy := l.busy
-	l.mu.Unlock()
-	if busy != "" {
-		writeError(w, http.StatusConflict, "busy", busy+" is running on the stack: a lesson steps its sales on the same stock and lock, so wait for it to end (or stop it)")
+	if l.refuseBusy(w, "steps its sales on the same stock and lock") {
 		return
 	}
 	if s.Stock != nil {
@@ -73,24 +73,31 @@ func (l *Lab) lessonStart(w http.ResponseWriter, r *http.Request) {
 	if s.Nested {
 		q.Set("nested", "1")
 	}
+	if s.Lease != "" {
+		q.Set("lease", s.Lease)
+	}
 	l.pass(w, r, r.PathValue("replica"), http.MethodPost, "sale", q.Encode(), nil, 0)
 }
 
 // lessonStep passes a step call (GET the state, POST next, end, crash,
 // pause or resume, DELETE: reset) to the replica the path names.
 func (l *Lab) lessonStep(w http.ResponseWriter, r *http.Request) {
-	if name := r.PathValue("replica"); l.isFrozen(name) { // it would answer nothing until thawed
-		if r.Method != http.MethodDelete {
-			writeError(w, http.StatusConflict, "frozen", "replica "+name+" is frozen by the lesson: thaw it first")
+	name := r.PathValue("replica")
+	if l.isFrozen(name) && r.Method != http.MethodDelete { // it would answer nothing until thawed
+		writeError(w, http.StatusConflict, "frozen", "replica "+name+" is frozen by the lesson: thaw it first")
+		return
+	}
+	if r.Method == http.MethodDelete {
+		// The reset, or the page leaving: the lesson's faults undone
+		// first, whatever the page asked before (its thaw or its start
+		// of a node may be lost as it goes).
+		if err := l.thaw(name, "the reset"); err != nil {
+			writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "could not thaw "+name+": "+err.Error())
 			return
 		}
-		// The reset, or the page leaving: thawed first, whatever the page
-		// asked before (its thaw may be lost as it goes).
-		if f, _ := l.freezer(r.Context()); f != nil {
-			if err := l.thaw(f, name, "the reset"); err != nil {
-				writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "could not thaw "+name+": "+err.Error())
-				return
-			}
+		if err := l.startNodes("the reset"); err != nil {
+			writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "could not start again a node the lesson stopped: "+err.Error())
+			return
 		}
 	}
 	path := "steps/" + url.PathEscape(r.PathValue("id"))

@@ -123,3 +123,19 @@ func ParseList(s string) ([]string, error) {
 	}
 	return nodes, nil
 }
+
+// NodeName is what a person calls the node at addr (host:port): its host
+// when that is a name of its own (Compose's "redis2"), else "redis-PORT",
+// the name the local cluster gives the node it starts on that port
+// (loopback, an address). The lab's lessons show each Redlock command with
+// its node's name, and stop and start the node by that name.
+func NodeName(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if host == "" || host == "localhost" || net.ParseIP(host) != nil {
+		return "redis-" + port
+	}
+	return host
+}

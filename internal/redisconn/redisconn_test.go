@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/locklab/locklab/internal/redistest"
 )
 
@@ -32,6 +33,20 @@ func TestConnectingDrawsNoErrorReply(t *testing.T) {
 		if v, ok := strings.CutPrefix(line, "total_error_replies:"); ok && v != "0" {
 			errs, _ := c.Info(ctx, "errorstats").Result()
 			t.Fatalf("Redis sent %s error replies to a client that only connected and wrote:\n%s", v, errs)
+		}
+	}
+}
+
+// A node is named as the local cluster names the one it starts there
+// (redis-PORT, for loopback and addresses), or by its own host name
+// (Compose's services): the lessons find the node to stop by that name.
+func TestNodeName(t *testing.T) {
+	for addr, want := range map[string]string{
+		"127.0.0.1:6382": "redis-6382", "localhost:6381": "redis-6381", "[::1]:6383": "redis-6383",
+		"redis2:6379": "redis2", "bad": "bad",
+	} {
+		if got := redisconn.NodeName(addr); got != want {
+			t.Errorf("NodeName(%q) = %q, want %q", addr, got, want)
 		}
 	}
 }

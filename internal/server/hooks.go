@@ -61,13 +61,17 @@ func (h *handlers) faults(r *http.Request, q url.Values) (f chaos.Faults, nested
 	if !slices.ContainsFunc(hooks, func(p hook) bool { return q.Has(p.name) }) {
 		return f, false, nil, nil
 	}
-	// A stepped sale (the lab's lessons) may ask for fencing and a nested
-	// acquisition without -chaos: the lessons' fix and v6's story, shown
-	// on make up's replicas, and stepping is already the admin's beyond
-	// loopback (startStepped).
-	if q.Has("step") && h.LessonLease > 0 && !slices.ContainsFunc(hooks, func(p hook) bool { return p.name != "fence" && p.name != "nested" && q.Has(p.name) }) {
+	// A stepped sale (the lab's lessons) may ask for fencing, a nested
+	// acquisition and its lease without -chaos: the lessons' fix, v6's
+	// story, and Redlock's restart story, whose holder must outlive the
+	// learner's clicks through two nodes' restarts (a lease is asked of
+	// Redlock only: choose refuses it of the others). All shown on make
+	// up's replicas, and stepping is already the admin's beyond loopback
+	// (startStepped).
+	lesson := func(name string) bool { return name == "fence" || name == "nested" || name == "lease" }
+	if q.Has("step") && h.LessonLease > 0 && !slices.ContainsFunc(hooks, func(p hook) bool { return !lesson(p.name) && q.Has(p.name) }) {
 		for _, p := range hooks {
-			if (p.name == "fence" || p.name == "nested") && q.Has(p.name) && !p.set(q.Get(p.name)) {
+			if lesson(p.name) && q.Has(p.name) && !p.set(q.Get(p.name)) {
 				return f, false, nil, &requestError{api.CodeBadRequest, fmt.Sprintf("%s=%q: want %s", p.name, q.Get(p.name), p.want)}
 			}
 		}

@@ -22,6 +22,7 @@ import (
 	lua "github.com/locklab/locklab/internal/locks/v6_lua"
 	zklock "github.com/locklab/locklab/internal/locks/zk"
 	"github.com/locklab/locklab/internal/origin"
+	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/locklab/locklab/internal/server"
@@ -73,11 +74,16 @@ func newStack(t testing.TB, o options) *stack {
 		variants = append(variants, versions.Variant{Wait: "poll", Lease: o.lessonLease}, versions.Variant{Wait: "poll", Fence: true, Lease: o.lessonLease})
 	}
 	stock, locks := s.nodes[0].Client(), s.nodes[0].Client()
+	var names []string
 	if o.steps != nil { // one client for both, as the service has, with the gate
 		locks = stock
 		stock.AddHook(step.Hook{})
+		for i, c := range clients { // and each Redlock node's, named
+			names = append(names, redisconn.NodeName(s.nodes[i].Addr))
+			c.AddHook(step.Hook{Node: names[i]})
+		}
 	}
-	deps := builder.Deps{Redis: locks, Redlock: clients,
+	deps := builder.Deps{Redis: locks, Redlock: clients, RedlockNames: names,
 		LockKey: api.DefaultLockKey, Retry: time.Millisecond, RedlockRetry: time.Millisecond}
 	if o.lock == "etcd" && !o.noEtcd { // one real member: the etcd row's cluster tests are the guard's
 		c := etcdtest.Start(t, 1)

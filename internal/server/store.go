@@ -111,16 +111,26 @@ func (h *handlers) store(w http.ResponseWriter, r *http.Request) {
 			h.fail(w, r, fmt.Errorf("reading %s's lock: %w", lock, err))
 			return
 		}
+		// A node that is down is said in its entry, not failed: that it
+		// is down is what the page shows.
+		if s.Nodes, err = h.Queues.ReadNodes(r.Context(), lock); err != nil {
+			h.fail(w, r, fmt.Errorf("reading %s's nodes: %w", lock, err))
+			return
+		}
 	}
 	writeJSON(w, http.StatusOK, s)
 }
 
 // QueueReader reads the lock a lock service keeps (etcd, ZooKeeper,
 // MariaDB): its holder, then its waiters in order, for GET
-// /store?lock=NAME; nil, nil for a version whose lock is a Redis key. It is
+// /store?lock=NAME; nil, nil for a version whose lock is a Redis key; and
+// the key on each of Redlock's nodes. It is
 // built where the locks are (builder.Queues): the server links none.
 type QueueReader interface {
 	ReadQueue(ctx context.Context, lock string) (*api.Queue, error)
+	// ReadNodes reads the lock key on each node of a lock kept on several
+	// (Redlock); nil, nil for any other.
+	ReadNodes(ctx context.Context, lock string) ([]api.NodeKey, error)
 }
 
 //go:embed forget.lua

@@ -30,7 +30,7 @@ func Phase(ctx context.Context, phase string) {
 // taken.
 func Stop(ctx context.Context, what string) error {
 	if s := From(ctx); s != nil {
-		return s.stop(what)
+		return s.stop("", what)
 	}
 	return nil
 }

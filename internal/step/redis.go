@@ -14,20 +14,27 @@ import (
 // command or pipeline of an armed sale stops before it is sent and is
 // recorded with its reply; any other goes straight through after one
 // context lookup.
-type Hook struct{}
+type Hook struct {
+	// Node names the client's server in each step it records (Step.Node),
+	// for a lock that sends the same command to several: Redlock's
+	// per-node SETs would otherwise read alike, and the one a node
+	// refused could not be told from the ones it granted. "": the
+	// stock's node, which every story reads and needs no name.
+	Node string
+}
 
 // DialHook passes dials through.
 func (Hook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 // ProcessHook gates one command.
-func (Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (h Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		s := From(ctx)
 		if s == nil || setup[cmd.Name()] {
 			return next(ctx, cmd)
 		}
 		var err error
-		if serr := s.run(ctx, Describe(cmd), func() string { err = next(ctx, cmd); return Reply(cmd, err) }); serr != nil {
+		if serr := s.run(ctx, h.Node, Describe(cmd), func() string { err = next(ctx, cmd); return Reply(cmd, err) }); serr != nil {
 			cmd.SetErr(serr)
 			return serr
 		}
@@ -36,7 +43,7 @@ func (Hook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 
 // ProcessPipelineHook gates a pipeline as one step: it is one round trip.
-func (Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (h Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		s := From(ctx)
 		if s == nil || len(cmds) == 0 || setup[cmds[0].Name()] {
@@ -47,7 +54,7 @@ func (Hook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPip
 			what[i] = Describe(c)
 		}
 		var err error
-		serr := s.run(ctx, strings.Join(what, "; "), func() string {
+		serr := s.run(ctx, h.Node, strings.Join(what, "; "), func() string {
 			err = next(ctx, cmds)
 			for i, c := range cmds {
 				replies[i] = Reply(c, c.Err())

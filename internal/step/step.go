@@ -80,8 +80,11 @@ const (
 // Step is one step of a sale: a command sent (with its reply once done) or
 // one of the sale's own steps.
 type Step struct {
-	N       int       `json:"n"`
-	Phase   string    `json:"phase,omitempty"`
+	N     int    `json:"n"`
+	Phase string `json:"phase,omitempty"`
+	// Node is the server the command went to, where a lock speaks to more
+	// than one (Redlock's nodes: "redis-6382"); "" for the stock's.
+	Node    string    `json:"node,omitempty"`
 	Command string    `json:"command"`         // "SET inventoryRedisLock 7f3c... NX PX 10000", "check: stock 10 > 0"
 	Reply   string    `json:"reply,omitempty"` // "OK", "\"10\"", "(nil)", "(error) ..."
 	Start   time.Time `json:"start,omitzero"`  // when it was let go (zero while pending)
@@ -261,7 +264,7 @@ func Done(ctx context.Context, reply string) {
 // the step must not be taken. ctx is the request's own: a paused sale holds
 // a background request until it resumes or ctx ends.
 func (s *Sale) Run(ctx context.Context, what string, do func() string) error {
-	return s.run(ctx, what, do)
+	return s.run(ctx, "", what, do)
 }
 
 // run takes one step described by what: on the sale's own goroutine it
@@ -270,10 +273,12 @@ func (s *Sale) Run(ctx context.Context, what string, do func() string) error {
 // is shown, not stopped: v8's watchdog renewing in real time while its
 // holder is stopped is the very thing v8 fixes, and stopping it would turn
 // v8's story into v7's. redsync's per-node calls run in goroutines too:
-// shown, not stopped (see the package's report of what is left). Only a
+// shown, each named by its node (Hook.Node), not stopped; the Redlock
+// attempt that sends them is stopped as a whole, by the lock itself, on
+// the sale's goroutine (package redlock). Only a
 // paused sale (Pause) holds them, until it resumes, is cancelled, or ctx,
 // the command's own, ends.
-func (s *Sale) run(ctx context.Context, what string, do func() string) error {
+func (s *Sale) run(ctx context.Context, node, what string, do func() string) error {
 	if goid.Get() != s.goid {
 		s.mu.Lock()
 		s.sending++
@@ -290,23 +295,23 @@ func (s *Sale) run(ctx context.Context, what string, do func() string) error {
 		s.mu.Lock()
 		s.sending--
 		s.n++
-		s.done = append(s.done, Step{N: s.n, Phase: Background, Command: what, Reply: reply, Start: start, End: time.Now()})
+		s.done = append(s.done, Step{N: s.n, Phase: Background, Node: node, Command: what, Reply: reply, Start: start, End: time.Now()})
 		s.notify()
 		s.mu.Unlock()
 		return nil
 	}
-	if err := s.stop(what); err != nil {
+	if err := s.stop(node, what); err != nil {
 		return err
 	}
 	s.complete(do())
 	return nil
 }
 
-func (s *Sale) stop(what string) error {
+func (s *Sale) stop(node, what string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.n++
-	st := &Step{N: s.n, Phase: s.phase, Command: what}
+	st := &Step{N: s.n, Phase: s.phase, Node: node, Command: what}
 	paused := false
 	for {
 		// A cancelled sale sends nothing more, even running to its end,

@@ -198,7 +198,7 @@ function initSteps() {
     $("#lane-" + w + " .end").onclick = () => act(w, "end").catch(stepError);
   }
   window.addEventListener("hashchange", route);
-  window.addEventListener("pagehide", () => { thawAll(true); for (const w of lanes) cancelSale(w, true); });
+  window.addEventListener("pagehide", () => { thawAll(true); startNodes(true); for (const w of lanes) cancelSale(w, true); });
   route();
   drawSteps();
 }
@@ -240,6 +240,7 @@ async function startSales(lock, fence, p) {
   for (const w of salesOf(p)) {
     const body = { id: "lesson-" + run + "-" + w, lock, fence, nested: Boolean(p && p.nested) };
     if (w === "A") body.stock = 10;
+    if (p && p.lease) body.lease = p.lease; // Redlock's story: A must outlast a reader's clicks
     const s = await api("POST", "/lab/api/lesson/" + encodeURIComponent(replicaOf(w)) + "/sale", body);
     steps.sales[w] = { id: body.id, replica: replicaOf(w), lock, fence, s };
   }
@@ -250,6 +251,7 @@ async function startSales(lock, fence, p) {
 // the lanes; keep keeps the chosen preset.
 async function resetSales(keep) {
   await thawAll(); // a frozen replica answers nothing: thawed first (the lab's DELETE thaws it too)
+  await startNodes(); // and a stopped node is started again (the lab's DELETE does so too)
   await Promise.all(lanes.map((w) => cancelSale(w)));
   steps.sales = {};
   steps.froze = "";
@@ -308,6 +310,8 @@ async function presetNext() {
     if (waiting(st)) return; // the button is disabled until then
   } else if (st.do === "freeze" || st.do === "thaw") {
     await freezeLane(st.who, st.do);
+  } else if (st.do === "stop" || st.do === "start" || st.do === "restart") {
+    await nodeAct(st.node, st.do);
   } else if (st.do === "to") {
     const before = steps.sales[st.who].s.done.length;
     await takeLock(st.who);
@@ -326,7 +330,7 @@ async function presetNext() {
   }
   steps.at++;
   steps.waitFrom = Date.now();
-  if (steps.at >= p.steps.length) await thawAll(); // the story's end: nothing left frozen
+  if (steps.at >= p.steps.length) { await thawAll(); await startNodes(); } // the story's end: nothing left frozen or stopped
   drawSteps();
 }
 
@@ -435,7 +439,7 @@ function judge() {
       out.push({ bad: true, text: t("judge.waitedSelf", { X, n: acq.length - first - 1 }) });
     }
     // v8 nests as v7 does: said in v7's story, not in a paused holder's.
-    const pausedHolder = [A, B].some((y) => y && y.done.some((d) => d.phase === "background" && d.reply === "0"));
+    const pausedHolder = [A, B].some((y) => y && y.done.some(renewalRefused));
     if (acq.filter(granted).length >= 2 && r.sold && !pausedHolder) {
       out.push({ bad: false, text: t("judge.reentered", { X }) });
     }
@@ -461,16 +465,22 @@ function judge() {
   // that the lease had gone to the other.
   for (const [x, Y, X] of B ? [[A, "B", "A"], [B, "A", "B"]] : []) {
     const r = (x.result || {}).reply || {};
-    if (!x.done.some((d) => d.phase === "background" && d.reply === "0")) continue;
+    if (!x.done.some(renewalRefused)) continue;
     out.push({ bad: Boolean(r.sold), text: t(r.sold ? "judge.pausedWrote" : "judge.pausedRefused", { X, Y }) });
   }
   judgeFrozen(out);
+  judgeRedlock(out);
   for (const [r, X] of [[ra, "A"], [rb, "B"]]) {
     if (r.code === "fenced") out.push({ bad: false, text: t("judge.fenced", { X }) });
   }
   if (!out.length) out.push({ bad: false, text: t(B ? "judge.once" : "judge.soldOnce") });
   return out;
 }
+
+// renewalRefused says that d is v8's watchdog renewing a lease that was no
+// longer its own (0); not a Redlock node's release answering 0 (a node
+// names it: the key there is another's).
+function renewalRefused(d) { return d.phase === "background" && d.reply === "0" && !d.node; }
 
 // granted says that a lock command's reply granted it: OK (SET NX; "OK"
 // from a script that returns SET's reply, as redislock's does), 1 (SETNX,
@@ -500,16 +510,21 @@ function drawSteps() {
   if (p) {
     const wait = waiting(st);
     const noFreeze = Boolean(p.freeze) && !canFreeze(); // the Compose stack: no replica to SIGSTOP
-    next.disabled = steps.busy || (Boolean(steps.sales.A) && !st) || wait || noFreeze;
+    const noNodes = Boolean(p.nodes) && !canStopNodes(); // nor a Redis node to stop
+    next.disabled = steps.busy || (Boolean(steps.sales.A) && !st) || wait || noFreeze || noNodes;
     next.textContent = noFreeze ? t("steps.noFreeze", { command: state.config.freeze ? state.config.freeze.command : "make up" })
+      : noNodes ? t("steps.noNodes", { command: state.config.nodes ? state.config.nodes.command : "make up" })
       : !steps.sales.A ? t(p.solo ? "steps.startSolo" : "steps.startBoth")
       : !st ? t("steps.theEnd") : st.do === "wait" ? (wait ? (st.ms ? t("steps.waitingFor", { s: Math.ceil((st.ms - (Date.now() - steps.waitFrom)) / 1000) }) : t(p.session ? "steps.waitingSession" : "steps.waitingLease"))
         : storeLock() ? t("steps.nextPassed", { s: st.ms / 1000 }) : t(p.session ? "steps.nextSessionOut" : "steps.nextLeaseOut"))
       : t(st.do === "end" ? "steps.nextEnd" : st.do === "crash" ? "steps.nextCrash" : st.do === "pause" ? "steps.nextPause"
         : st.do === "resume" ? "steps.nextResume" : st.do === "freeze" ? "steps.nextFreeze" : st.do === "thaw" ? "steps.nextThaw"
-          : st.do === "to" ? "steps.nextTo" : "steps.nextStep", { who: st.who });
-    $("#steps-caption").textContent = !steps.sales.A ? t(p.intro) : st ? t("steps.stepOf", { n: steps.at + 1, of: p.steps.length }) + t(st.caption)
-      : t(p.steps[p.steps.length - 1].caption);
+          : st.do === "stop" ? "steps.nextNodeStop" : st.do === "start" ? "steps.nextNodeStart" : st.do === "restart" ? "steps.nextNodeRestart"
+            : st.do === "to" ? "steps.nextTo" : "steps.nextStep", { who: st.who, node: "node" in st ? Object.values(nodeNames())[st.node] : "" });
+    // The nodes a story stops are named as this stack names them.
+    const names = p.nodes ? nodeNames() : undefined;
+    $("#steps-caption").textContent = !steps.sales.A ? t(p.intro, names) : st ? t("steps.stepOf", { n: steps.at + 1, of: p.steps.length }) + t(st.caption, names)
+      : t(p.steps[p.steps.length - 1].caption, names);
   } else $("#steps-caption").textContent = t("steps.pick");
   for (const w of lanes) drawLane(w);
   drawStore();
@@ -554,13 +569,14 @@ function drawLane(w) {
   lane.querySelector(".end").disabled = !s || s.s.state === "done" || steps.busy || s.s.paused || s.frozen;
 }
 
-// runs groups the steps a waiter repeats (the same command, the same reply:
-// B's SET NX answered nil every 20 ms) into one line each.
+// runs groups the steps a waiter repeats (the same command to the same
+// node, the same reply: B's SET NX answered nil every 20 ms) into one line
+// each; Redlock's nodes, each sent the same SET, keep a line each.
 function runs(done) {
   const out = [];
   for (const d of done) {
     const last = out[out.length - 1];
-    if (last && last[0].phase === d.phase && last[0].command === d.command && last[0].reply === d.reply) last.push(d);
+    if (last && last[0].phase === d.phase && last[0].node === d.node && last[0].command === d.command && last[0].reply === d.reply) last.push(d);
     else out.push([d]);
   }
   return out;
@@ -570,7 +586,9 @@ function runs(done) {
 function stepItem(d, mark, pending, group) {
   const times = group ? group.length : 1;
   const li = el("li", { className: "step", "data-phase": d.phase || "", "data-mark": mark || "" },
-    el("span", { className: "phase", text: d.phase && has("phase." + d.phase) ? t("phase." + d.phase) : d.phase || "" }), el("code", { className: "cmd", text: stepText(d.command) }));
+    el("span", { className: "phase", text: d.phase && has("phase." + d.phase) ? t("phase." + d.phase) : d.phase || "" }),
+    d.node ? el("span", { className: "on-node", text: d.node + ":" }) : null, el("code", { className: "cmd", text: stepText(d.command) }));
+  if (d.node) li.dataset.node = d.node; // a Redlock node's command: which node it went to
   if (times > 1) li.dataset.times = String(times);
   if (pending) {
     li.dataset.next = "true";
@@ -589,6 +607,7 @@ function stepItem(d, mark, pending, group) {
 const stepForms = [
   [/^check: stock (?<n>-?\d+) > 0$/, "step.check"], [/^yes: write (?<n>-?\d+)$/, "step.yes"], [/^no: sold out$/, "step.no"],
   [/^business work: (?<d>\S+)$/, "step.work"], [/^done$/, "step.done"],
+  [/^Redlock: SET (?<key>\S+) (?<owner>\S+) NX, lease (?<lease>\S+), on each of (?<n>\d+) nodes, (?<q>\d+) to hold it$/, "step.redlock"],
 ];
 
 function stepText(text) {
@@ -632,4 +651,5 @@ function drawStore() {
       el("b", { text: t("store.token", { token: s.fence.token, who: ownerOf(s.fence.owner) || t("store.another") }) })) : null,
   ].filter(Boolean));
   if (s.queue) box.querySelector(".lock").replaceWith(queueBox(s.queue)); // etcd, ZooKeeper, MariaDB: not a Redis key
+  if (s.nodes) box.querySelector(".lock").replaceWith(nodesBox(s.nodes)); // Redlock: the key on each of its nodes
 }

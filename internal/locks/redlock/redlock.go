@@ -33,6 +33,7 @@ import (
 	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/lease"
 	"github.com/locklab/locklab/internal/locks/fence"
+	"github.com/locklab/locklab/internal/step"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -117,8 +118,19 @@ func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, err
 		redsync.WithExpiry(ttl),
 		redsync.WithGenValueFunc(func() (string, error) { return owner, nil }),
 	)
-	sent := time.Now()
-	if err := m.TryLockContext(ctx); err != nil {
+	// lesson:end
+	var sent time.Time
+	err := l.gated(ctx, l.attempt(owner, ttl), func() error {
+		sent = time.Now()
+		// lesson:begin redlock
+		return m.TryLockContext(ctx)
+		// lesson:end
+	})
+	if errors.Is(err, step.ErrCancelled) {
+		return nil, err // the lesson's sale cancelled before it asked
+	}
+	// lesson:begin redlock
+	if err != nil {
 		if down := l.failedNodes(err); l.nodes-down < l.quorum {
 			return nil, fmt.Errorf("%w: %d of %d nodes failed: %s", ErrNoQuorum, down, l.nodes, oneLine(err))
 		}
@@ -157,6 +169,41 @@ func (l *Locker) release(ctx context.Context, m *redsync.Mutex) error {
 	default:
 		return fmt.Errorf("redlock: release %s: %w: %w", l.opts.Key, lease.ErrNotHeld, err)
 	}
+}
+
+// attempt is one acquisition as the lab's step-through shows it: the SET
+// each node is sent, and how many must grant it.
+func (l *Locker) attempt(owner string, ttl time.Duration) string {
+	return fmt.Sprintf("Redlock: SET %s %s NX, lease %s, on each of %d nodes, %d to hold it", l.opts.Key, owner, ttl, l.nodes, l.quorum)
+}
+
+// gated runs one Redlock attempt, try, as one step of ctx's stepped sale
+// (the lab's step-through): stopped before it, recorded with OK (a
+// majority granted it), (nil) (it did not: taken, or a minority of the
+// nodes down) or the error when too many nodes failed for a majority. redsync sends each node's
+// SET from a goroutine of its own, which the gate in each node's client
+// records but cannot stop (step.Hook, each step named by its node): so
+// the one place a sale can be stopped before it asks every node at once is
+// here, on the sale's own goroutine. Any other sale pays one context
+// lookup.
+func (l *Locker) gated(ctx context.Context, what string, try func() error) error {
+	s := step.From(ctx)
+	if s == nil {
+		return try()
+	}
+	var err error
+	if serr := s.Run(ctx, what, func() string {
+		switch err = try(); {
+		case err == nil:
+			return "OK"
+		case l.nodes-l.failedNodes(err) < l.quorum:
+			return fmt.Sprintf("(error) %d of %d nodes failed: no majority possible", l.failedNodes(err), l.nodes)
+		}
+		return "(nil)"
+	}); serr != nil {
+		return serr
+	}
+	return err
 }
 
 // token INCRs the fencing counter on every node, takes the highest value a
