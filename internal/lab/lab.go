@@ -91,30 +91,6 @@ type Config struct {
 	Log       *slog.Logger
 }
 
-// Fix is a fault a cell or a run left in place: the node, what is left
-// (scenario's Left constants), why its undo failed, and how to fix it by hand.
-type Fix struct {
-	Node string `json:"node"`
-	Left string `json:"left"`
-	Why  string `json:"why"`
-	How  string `json:"how,omitempty"`
-}
-
-// fixes lists what err says was not undone, each with its fix, and logs it:
-// the one thing a run's failure must never hide.
-func (l *Lab) fixes(err error) []Fix {
-	var out []Fix
-	for _, n := range scenario.NotUndoneIn(err) {
-		f := Fix{Node: n.Node, Left: n.Left, Why: n.Err.Error()}
-		if l.cfg.FixByHand != nil {
-			f.How = l.cfg.FixByHand(n)
-		}
-		l.cfg.Log.Error("a fault was not undone: fix it by hand", "node", f.Node, "left", f.Left, "err", f.Why, "fix", f.How)
-		out = append(out, f)
-	}
-	return out
-}
-
 // Node is a node of the stack the lab watches: Kind "redis" (PING), "etcd"
 // (GET /health), "zookeeper" (srvr) or "mariadb" (its greeting), at Addr
 // (host:port).
