@@ -10,7 +10,6 @@ import (
 	"slices"
 
 	"github.com/locklab/locklab/internal/api"
-	"github.com/locklab/locklab/internal/loadtest"
 	"github.com/locklab/locklab/internal/versions"
 )
 
@@ -134,21 +133,21 @@ func (l *Lab) lessonStore(w http.ResponseWriter, r *http.Request) {
 // set, a reply of that status is not written but reported (true), so the
 // caller goes on; any other is written.
 func (l *Lab) pass(w http.ResponseWriter, r *http.Request, replica, method, path, query string, body []byte, want int) bool {
-	var u string
-	var err error
-	if replica == "" {
-		u, err = loadtest.Sibling(l.cfg.SaleURL, path)
-	} else {
-		if !slices.Contains(l.found.find(r.Context()), replica) {
-			writeError(w, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("no replica %q on this stack now", replica))
-			return false
-		}
-		u, err = loadtest.ReplicaURL(l.cfg.SaleURL, replica, path)
-	}
+	svc, err := l.service()
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "bad_config", err.Error())
 		return false
 	}
+	if replica != "" {
+		if !slices.Contains(l.found.find(r.Context()), replica) {
+			writeError(w, http.StatusNotFound, api.CodeNotFound, fmt.Sprintf("no replica %q on this stack now", replica))
+			return false
+		}
+		svc = svc.Replica(replica)
+	}
+	// The reply is passed on as sent, status and body: a proxy, not a
+	// call of the service's API, so net/http, not the client's decoding.
+	u := svc.URL(path)
 	if query != "" {
 		u += "?" + query
 	}

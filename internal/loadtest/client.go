@@ -75,28 +75,6 @@ func (cfg Config) Service() (*client.Client, error) {
 	return client.ForSale(cfg.URL, cfg.AdminToken)
 }
 
-// Sibling turns the service's .../sale endpoint into its .../NAME neighbour
-// (client.ForSale's URL): kept for internal/lab/steps.go's proxy, which
-// another change rewrites.
-func Sibling(saleURL, name string) (string, error) {
-	c, err := client.ForSale(saleURL, "")
-	if err != nil {
-		return "", err
-	}
-	return c.URL(name), nil
-}
-
-// ReplicaURL turns the service's .../sale endpoint into replica's own
-// .../replica/REPLICA/NAME (client.Client.Replica's URL): kept for
-// internal/lab/steps.go, as Sibling.
-func ReplicaURL(saleURL, replica, name string) (string, error) {
-	c, err := client.ForSale(saleURL, "")
-	if err != nil {
-		return "", err
-	}
-	return c.Replica(replica).URL(name), nil
-}
-
 // Health reads what the replica that answers says on /healthz: its keys and
 // lock settings, what the figures were measured against.
 func (cfg Config) Health(ctx context.Context) (api.Health, error) {
