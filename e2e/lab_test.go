@@ -295,6 +295,12 @@ func TestLab(t *testing.T) {
 	waitFor(t, ctx, "v7 under the nemesis judged, its faults on the timeline",
 		`/nemesis seed 1, [1-9][0-9]* faults/.test(document.querySelector("#run-status").textContent) && document.querySelector(".verdict[data-lock=v7]") && Number(document.querySelector("#timeline").dataset.marks) > 0`)
 	screenshot(t, ctx, "lab-6-nemesis")
+	// Its view in 简体中文: the reasons of its verdict, its faults' moments.
+	nemesisRun, err := chromedp.Run(ctx, chromedp.Evaluate[string](`fetch("/lab/api/runs").then((r) => r.json()).then((rs) => rs.find((r) => r.settings.nemesis).id)`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkChineseRun(t, url, nemesisRun)
 
 	// Stopped in the middle of a fault: pause-holder for v8 makes the
 	// replica that holds the lock stop itself (SIGSTOP) for about a lease.
