@@ -172,6 +172,12 @@ async function init() {
   buildLessons();
   initSteps();
   listen();
+  // A page left for another stays in the browser's back/forward cache,
+  // its feed still open and counted among the lab's 8 streams per address
+  // for minutes: a few navigations in one tab filled them (TestLab). Closed
+  // as the page goes; opened again, with a fresh snapshot, if it comes back.
+  window.addEventListener("pagehide", () => { if (feed) feed.close(); feed = null; });
+  window.addEventListener("pageshow", (e) => { if (e.persisted && !feed) listen(); });
   loadMatrix().catch(showError);
   initViews();
   requestAnimationFrame(frame);
@@ -551,11 +557,13 @@ function adopt(run) {
 // Retry-After: 5). EventSource gives up for good on any reply but 200, and
 // a page with no feed would never hear how its run or cell ended.
 const feedRetryMs = 5000;
+let feed = null; // the live feed open now (none while the page is away)
 
 function listen() {
   const es = new EventSource("/lab/api/events");
-  es.onerror = () => {
-    if (es.readyState === EventSource.CLOSED) setTimeout(listen, feedRetryMs); // else the browser reconnects itself
+  feed = es;
+  es.onerror = () => { // closed for good: opened again, unless the page has gone meanwhile
+    if (es.readyState === EventSource.CLOSED) setTimeout(() => { if (feed === es) listen(); }, feedRetryMs);
   };
   es.addEventListener("snapshot", (e) => {
     const snap = JSON.parse(e.data);
