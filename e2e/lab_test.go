@@ -206,6 +206,8 @@ func TestLab(t *testing.T) {
 	checkViews(t, url, v2run)
 	// The lessons and the run views in 简体中文, and the switch remembered.
 	checkChinese(t, url, v2run)
+	// A page whose live feed is refused at first still hears its cell end.
+	checkFeedRefused(t, url)
 	// checkChinese's cells took this page's timeline too: v2's run again,
 	// by its address, for the keyboard.
 	if err := navigate(ctx, url+"lab/runs/"+v2run); err != nil {
