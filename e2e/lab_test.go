@@ -206,6 +206,14 @@ func TestLab(t *testing.T) {
 	checkViews(t, url, v2run)
 	// The lessons and the run views in 简体中文, and the switch remembered.
 	checkChinese(t, url, v2run)
+	// A page whose live feed is refused at first still hears its cell end.
+	checkFeedRefused(t, url)
+	// checkChinese's cells took this page's timeline too: v2's run again,
+	// by its address, for the keyboard.
+	if err := navigate(ctx, url+"lab/runs/"+v2run); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "v2's run by its address", `Number(document.querySelector("#timeline").dataset.holds) > 0`)
 
 	// The keyboard walks the holds: the first one's record shows.
 	if err := chromedp.Do(ctx, chromedp.Focus("#timeline")); err != nil {
@@ -215,6 +223,10 @@ func TestLab(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, "a hold's record shown from the keyboard", `!document.querySelector("#tip").hidden && document.querySelector("#tip").textContent.includes("held")`)
+	if err := navigate(ctx, url); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the whole lab again", `document.querySelectorAll("#stack .node[data-state=up]").length >= 3 && document.querySelectorAll("input[name=lock]").length >= 10`)
 
 	// v6's lesson: its code as the service runs it (the lines that make it
 	// v6, against v5's: the script in, the GET and DEL out; the whole
@@ -295,6 +307,12 @@ func TestLab(t *testing.T) {
 	waitFor(t, ctx, "v7 under the nemesis judged, its faults on the timeline",
 		`/nemesis seed 1, [1-9][0-9]* faults/.test(document.querySelector("#run-status").textContent) && document.querySelector(".verdict[data-lock=v7]") && Number(document.querySelector("#timeline").dataset.marks) > 0`)
 	screenshot(t, ctx, "lab-6-nemesis")
+	// Its view in 简体中文: the reasons of its verdict, its faults' moments.
+	nemesisRun, err := chromedp.Run(ctx, chromedp.Evaluate[string](`fetch("/lab/api/runs").then((r) => r.json()).then((rs) => rs.find((r) => r.settings.nemesis).id)`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkChineseRun(t, url, nemesisRun)
 
 	// Stopped in the middle of a fault: pause-holder for v8 makes the
 	// replica that holds the lock stop itself (SIGSTOP) for about a lease.

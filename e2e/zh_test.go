@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -14,8 +15,9 @@ import (
 // englishLeft lists the English sentences the page shows: each visible text
 // node with three English words in a row (a command in capitals, SET NX EX,
 // is not one), outside code, commands and replies (shown as they are in
-// every language) and the language switch's own "English". Each is listed
-// with its element and its text.
+// every language) and the language switch's own "English", and each label
+// the timeline draws on its canvas (a fault's moment) with them. Each is
+// listed with its element and its text.
 const englishLeft = `(() => {
 	const words = /\b[A-Za-z][a-z']*(?:[ ,]+[A-Za-z][a-z']*){2,}\b/;
 	const out = [];
@@ -26,28 +28,42 @@ const englishLeft = `(() => {
 		const m = n.textContent.match(words);
 		if (m) out.push(e.localName + (e.id ? "#" + e.id : e.className ? "." + String(e.className).split(" ")[0] : "") + ": " + JSON.stringify(m[0]) + " in " + JSON.stringify(n.textContent.trim().slice(0, 160)));
 	}
+	const tl = document.querySelector("#timeline");
+	for (const l of tl && tl.checkVisibility() ? (tl.dataset.markLabels || "").split("\n") : []) {
+		const m = l.match(words);
+		if (m) out.push("a fault's mark on the timeline: " + JSON.stringify(m[0]) + " in " + JSON.stringify(l));
+	}
 	return out;
 })()`
 
+// englishIn fails t with each English sentence the page in ctx shows
+// (englishLeft), saying where.
+func englishIn(t *testing.T, ctx context.Context, where string) {
+	t.Helper()
+	left, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](englishLeft))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) > 0 {
+		t.Errorf("%s in 简体中文 still shows English:\n%s", where, strings.Join(left, "\n"))
+	}
+}
+
 // checkChinese opens the lab in 简体中文 (?lang=zh) at 1280 and 390 px, in a
 // browser of its own: the lessons view (v4's lesson, and v2's story stepped
-// through to its verdict) and the run view of runID show no English
-// sentence (each one found is listed) and log no error; the first screen
-// and a lesson are kept as screenshots; the choice holds across a reload
-// without ?lang, and the switch takes the page back to English, which holds
-// too. base is the lab's address through nginx, ending in "/".
+// through to its verdict), the run view of runID, the stack view and the
+// faults view show no English sentence (each one found is listed) and log
+// no error, and two cells run from the faults view do not either
+// (checkChineseCells); the first screen and a lesson are kept
+// as screenshots; the choice holds across a reload without ?lang, and the
+// switch takes the page back to English, which holds too. base is the
+// lab's address through nginx, ending in "/".
 func checkChinese(t *testing.T, base, runID string) {
 	t.Helper()
 	ctx, problems := browser(t)
 	english := func(where string) {
 		t.Helper()
-		left, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](englishLeft))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(left) > 0 {
-			t.Errorf("%s in 简体中文 still shows English:\n%s", where, strings.Join(left, "\n"))
-		}
+		englishIn(t, ctx, where)
 	}
 	zh := `document.documentElement.lang === "zh-CN"`
 	for _, width := range []int64{1280, 390} {
@@ -69,7 +85,12 @@ func checkChinese(t *testing.T, base, runID string) {
 		open(fmt.Sprintf("lab/runs/%s?lang=zh", runID), "the run view", fmt.Sprintf(`document.body.dataset.view === "runs" && Number(document.querySelector("#timeline").dataset.holds) > 0 && document.querySelector(".verdict[data-lock]") !== null && document.querySelector("#run-status").textContent.includes(%q)`, runID))
 		english(fmt.Sprintf("run %s's view at %d px", runID, width))
 		screenshot(t, ctx, fmt.Sprintf("zh-run-%d", width))
+		open("lab/stack?lang=zh", "the stack view", `document.body.dataset.view === "stack" && document.querySelectorAll("#stack .node[data-state=up]").length >= 3`)
+		english(fmt.Sprintf("the stack view at %d px", width))
+		open("lab/faults?lang=zh", "the faults view", `document.body.dataset.view === "faults" && document.querySelector("#matrix td[data-cell] .expect") !== null`)
+		english(fmt.Sprintf("the faults view at %d px", width))
 	}
+	checkChineseCells(t, base)
 
 	// v2's story, stepped through in 简体中文: its captions, its lanes and
 	// its verdict.
@@ -128,5 +149,58 @@ func checkChinese(t *testing.T, base, runID string) {
 
 	if p := problems(); len(p) > 0 {
 		t.Errorf("the lab in 简体中文 logged errors:\n%s", strings.Join(p, "\n"))
+	}
+}
+
+// checkChineseRun opens run id's view in 简体中文 at 1280 px, in a browser of
+// its own, and lists any English it shows: its verdicts with their reasons,
+// and its faults' moments on the timeline (a run under the nemesis).
+func checkChineseRun(t *testing.T, base, id string) {
+	t.Helper()
+	ctx, problems := browser(t)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
+		t.Fatal(err)
+	}
+	if err := navigate(ctx, base+"lab/runs/"+id+"?lang=zh"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "run "+id+"'s view in 简体中文", `document.documentElement.lang === "zh-CN" && document.body.dataset.view === "runs" && Number(document.querySelector("#timeline").dataset.holds) > 0 && document.querySelector(".verdict[data-lock]") !== null`)
+	englishIn(t, ctx, "run "+id+"'s view")
+	screenshot(t, ctx, "zh-run-"+id)
+	if p := problems(); len(p) > 0 {
+		t.Errorf("run %s's view in 简体中文 logged errors:\n%s", id, strings.Join(p, "\n"))
+	}
+}
+
+// checkChineseCells runs two cells from the faults view in 简体中文, in a
+// browser of its own at 1280 px: lost-lease for v7 (its verdict, its
+// fault's moment drawn on the timeline) and failover-sentinel for v6,
+// which cannot run on this cluster (no Sentinel, no fault proxies: its why,
+// and the why inside it); each shows no English sentence. Another page
+// open on the lab shows each cell too, as the lab's feed tells it.
+func checkChineseCells(t *testing.T, base string) {
+	t.Helper()
+	ctx, problems := browser(t)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)); err != nil {
+		t.Fatal(err)
+	}
+	if err := navigate(ctx, base+"lab/faults?lang=zh"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the faults view in 简体中文", `document.documentElement.lang === "zh-CN" && document.body.dataset.view === "faults" && document.querySelector("#matrix td[data-cell] button") !== null`)
+	for _, c := range []struct{ cell, said string }{
+		{"lost-lease/v7", `Number(document.querySelector("#timeline").dataset.marks) >= 1 && document.querySelector("#timeline").dataset.markLabels.includes("锁的 key 消失了")`},
+		{"failover-sentinel/v6", `document.querySelector('.verdict[data-cell="failover-sentinel/v6"] .word').textContent === "无法运行" && document.querySelector('.verdict[data-cell="failover-sentinel/v6"]').textContent.includes("无法运行：它需要")`},
+	} {
+		if err := chromedp.Do(ctx, chromedp.Click(fmt.Sprintf(`#matrix td[data-cell=%q] button`, c.cell), chromedp.NodeEnabled)); err != nil {
+			t.Fatalf("running %s from the faults view: %v", c.cell, err)
+		}
+		waitFor(t, ctx, c.cell+"'s verdict in 简体中文", fmt.Sprintf(`document.querySelector('.verdict[data-cell=%q]') !== null && !document.querySelector("#start").disabled && %s`, c.cell, c.said))
+		englishIn(t, ctx, c.cell+"'s cell in the faults view")
+		screenshot(t, ctx, "zh-cell-"+strings.ReplaceAll(c.cell, "/", "-"))
+	}
+
+	if p := problems(); len(p) > 0 {
+		t.Errorf("the faults view in 简体中文 logged errors:\n%s", strings.Join(p, "\n"))
 	}
 }

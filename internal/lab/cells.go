@@ -81,15 +81,8 @@ func (l *Lab) scenarios(w http.ResponseWriter, _ *http.Request) {
 		}
 		rows = append(rows, r)
 	}
-	l.cells.mu.Lock()
-	results := make([]CellResult, 0, len(l.cells.results))
-	for _, c := range l.cells.results {
-		c.Holds, c.Marks = nil, nil // the list stays small; GET one cell for its timeline
-		results = append(results, c)
-	}
-	l.cells.mu.Unlock()
 	why := l.faultless()
-	writeJSON(w, http.StatusOK, map[string]any{"scenarios": rows, "locks": versions.Names(), "results": results,
+	writeJSON(w, http.StatusOK, map[string]any{"scenarios": rows, "locks": versions.Names(), "results": l.cellStates(),
 		"available": why.Text == "", "why": why.Text, "why_no_hooks": whyNoHooks.Text, "why_no_cluster": whyNoCluster.Text, "command": labCommand,
 		"outcomes": outcomeCodes, "reasons": reasons})
 }
@@ -164,6 +157,22 @@ func unfit(s scenario.Scenario, e scenario.Env) (why reason.Reason, fix string) 
 	return reason.New("waitsTooShort", "its second sale must wait past the first one's lease, and the replicas give up waiting sooner than that"), labCommand
 }
 
+// cellStates is each cell's last result without its timeline (the list
+// stays small; GET one cell for its timeline): the matrix's, and the live
+// feed's snapshot, so that a page whose feed opens late (refused while
+// another page's closed streams still counted, or dropped for being slow)
+// learns how a cell it started ended.
+func (l *Lab) cellStates() []CellResult {
+	l.cells.mu.Lock()
+	defer l.cells.mu.Unlock()
+	results := make([]CellResult, 0, len(l.cells.results))
+	for _, c := range l.cells.results {
+		c.Holds, c.Marks = nil, nil
+		results = append(results, c)
+	}
+	return results
+}
+
 // cell is one cell's last result, with its timeline.
 func (l *Lab) cell(w http.ResponseWriter, r *http.Request) {
 	l.cells.mu.Lock()
@@ -217,8 +226,10 @@ func (l *Lab) runCell(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, reply)
 }
 
-func (l *Lab) execCell(ctx context.Context, s scenario.Scenario, res CellResult) CellResult {
-	defer func() { res.Ended = time.Now() }()
+// execCell runs cell res of s, and returns how it ended (Ended set, on
+// every return: a named result, which the deferred stamp reaches).
+func (l *Lab) execCell(ctx context.Context, s scenario.Scenario, res CellResult) (out CellResult) {
+	defer func() { out.Ended = time.Now() }()
 	env, err := l.env(ctx)
 	switch {
 	case errors.Is(err, scenario.ErrNoFaultHooks):

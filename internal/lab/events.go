@@ -114,7 +114,8 @@ func (l *Lab) publish(kind string, v any) {
 }
 
 // events is the page's live feed (Server-Sent Events): first a snapshot
-// (the stack, the runs, the running one's holds so far), then every event,
+// (the stack, the runs, the running one's holds so far, each cell's last
+// state), then every event,
 // and a comment every 15 s so that nginx and the browser keep it open.
 func (l *Lab) events(w http.ResponseWriter, r *http.Request) {
 	flusher, ok := w.(http.Flusher)
@@ -145,6 +146,7 @@ func (l *Lab) events(w http.ResponseWriter, r *http.Request) {
 	}
 	l.mu.Unlock()
 	snap["runs"] = runs
+	snap["cells"] = l.cellStates()
 	data, _ := json.Marshal(snap)
 	fmt.Fprintf(w, "retry: 1000\nevent: snapshot\ndata: %s\n\n", data)
 	flusher.Flush()

@@ -490,7 +490,7 @@ func heldReplies(h http.Handler, path string, release <-chan struct{}) http.Hand
 }
 
 // next waits for the feed's first event of kind whose data has field
-// equal to want, and decodes it.
+// equal to want (field "": any), and decodes it.
 func next(t *testing.T, feed <-chan event, kind, field, want string) map[string]any {
 	t.Helper()
 	timeout := time.After(30 * time.Second)
@@ -501,7 +501,7 @@ func next(t *testing.T, feed <-chan event, kind, field, want string) map[string]
 				t.Fatalf("the feed ended before a %s event with %s %s", kind, field, want)
 			}
 			var m map[string]any
-			if e.kind != kind || json.Unmarshal([]byte(e.data), &m) != nil || m[field] != want {
+			if e.kind != kind || json.Unmarshal([]byte(e.data), &m) != nil || (field != "" && m[field] != want) {
 				continue
 			}
 			return m
@@ -577,6 +577,43 @@ func TestTheLastWordWins(t *testing.T) {
 	// What the lab says now is the failure, as the page shows it.
 	if _, now := do(t, http.MethodGet, ts.URL+"/lab/api/cells/slow-holder/v6", "", nil); now["status"] != "failed" || now["rev"] != failed["rev"] {
 		t.Errorf("the cell now: %v, want the failure", now)
+	}
+}
+
+// A page whose live feed opens only after its cell ended (refused at first,
+// 429, while closed pages' streams still counted; or dropped and
+// reconnected) hears how it ended: the feed's snapshot carries each cell's
+// last state, rev and all, the timeline left to GET. The cell's reply said
+// "running"; without it the page would say so for ever (TestLab's cells in
+// 简体中文, in a browser opened after the others' quick navigations).
+func TestAFeedOpenedLateHearsTheCell(t *testing.T) {
+	noHooks := func(context.Context) (scenario.Env, error) {
+		return scenario.Env{}, fmt.Errorf("%w (make scenarios starts them so)", scenario.ErrNoFaultHooks)
+	}
+	u := start(t, lab.Config{Cells: noHooks})
+	status, reply := do(t, http.MethodPost, u+"/lab/api/cells", `{"scenario":"slow-holder","lock":"v6"}`, nil)
+	if status != http.StatusAccepted || reply["status"] != "running" {
+		t.Fatalf("the cell's reply: %d %v", status, reply)
+	}
+	var now map[string]any
+	locktest.WaitFor(t, 10*time.Second, "the cell to fail", func() bool {
+		_, now = do(t, http.MethodGet, u+"/lab/api/cells/slow-holder/v6", "", nil)
+		return now["status"] == "failed"
+	})
+	snap := next(t, stream(t, u), "snapshot", "", "")
+	cells, _ := snap["cells"].([]any)
+	if len(cells) != 1 {
+		t.Fatalf("the snapshot's cells: %v; want the failed one", snap["cells"])
+	}
+	c := cells[0].(map[string]any)
+	if c["scenario"] != "slow-holder" || c["lock"] != "v6" || c["status"] != "failed" || c["rev"] != now["rev"] || c["why"] != now["why"] {
+		t.Errorf("the snapshot's cell: %v; want %v", c, now)
+	}
+	if c["ended"] == nil {
+		t.Errorf("the failed cell has no end: %v", c)
+	}
+	if _, ok := c["holds"]; ok {
+		t.Errorf("the snapshot's cell carries its timeline: %v", c)
 	}
 }
 

@@ -172,6 +172,12 @@ async function init() {
   buildLessons();
   initSteps();
   listen();
+  // A page left for another stays in the browser's back/forward cache,
+  // its feed still open and counted among the lab's 8 streams per address
+  // for minutes: a few navigations in one tab filled them (TestLab). Closed
+  // as the page goes; opened again, with a fresh snapshot, if it comes back.
+  window.addEventListener("pagehide", () => { if (feed) feed.close(); feed = null; });
+  window.addEventListener("pageshow", (e) => { if (e.persisted && !feed) listen(); });
   loadMatrix().catch(showError);
   initViews();
   requestAnimationFrame(frame);
@@ -465,6 +471,24 @@ function keepCell(c) {
   return true;
 }
 
+// followCell keeps a cell's state from the feed's snapshot (no timeline)
+// when it is later than the page's: a cell that ended while the page had no
+// feed. The one the live panel shows is shown as it is now, and read whole
+// for its timeline once it has ended.
+function followCell(c) {
+  const k = c.scenario + "/" + c.lock, known = state.cells && state.cells[k];
+  if (!state.cells || (known && (known.rev || 0) >= (c.rev || 0))) return;
+  state.cells[k] = c;
+  touch("matrix");
+  const shown = state.current && state.current.cell;
+  if (!shown || shown.scenario + "/" + shown.lock !== k) return;
+  showCell(c);
+  if (c.status === "running") return;
+  api("GET", "/lab/api/cells/" + encodeURIComponent(c.scenario) + "/" + encodeURIComponent(c.lock)).then((whole) => {
+    if (state.current && state.current.cell === c && keepCell(whole)) showCell(whole);
+  }).catch(showError);
+}
+
 // showCell puts a cell's sales and fault marks on the live timeline.
 function showCell(c) {
   state.current = { id: t("cells.id", { scenario: c.scenario, lock: c.lock }), status: c.status, holds: c.holds || [], marks: c.marks || [],
@@ -527,12 +551,25 @@ function adopt(run) {
   return r;
 }
 
+// feedRetryMs is how long the page waits to open its live feed again
+// after the lab refused it (429: too many streams from this address, some
+// of them pages gone that the lab has not seen close yet; it says
+// Retry-After: 5). EventSource gives up for good on any reply but 200, and
+// a page with no feed would never hear how its run or cell ended.
+const feedRetryMs = 5000;
+let feed = null; // the live feed open now (none while the page is away)
+
 function listen() {
   const es = new EventSource("/lab/api/events");
+  feed = es;
+  es.onerror = () => { // closed for good: opened again, unless the page has gone meanwhile
+    if (es.readyState === EventSource.CLOSED) setTimeout(() => { if (feed === es) listen(); }, feedRetryMs);
+  };
   es.addEventListener("snapshot", (e) => {
     const snap = JSON.parse(e.data);
     state.stack = snap.stack || [];
     for (const r of snap.runs || []) adoptQuiet(r);
+    for (const c of snap.cells || []) followCell(c);
     if (snap.running) adopt(snap.running);
     else if (!state.current && state.runs.length) showLast(state.runs[state.runs.length - 1]);
     touch();
