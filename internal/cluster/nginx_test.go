@@ -378,6 +378,32 @@ func TestNginxLabRoutes(t *testing.T) {
 	}
 }
 
+// The lab is told who each client is (X-Real-IP), as the replicas are: it
+// caps each client's live streams by it, so behind nginx it must not see
+// every client as nginx's own address.
+func TestNginxTellsTheLabItsClient(t *testing.T) {
+	if !executable(lookPath("nginx")) {
+		t.Skip("nginx not installed")
+	}
+	seen := make(chan string, 2)
+	lab := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.URL.Path + " from " + r.Header.Get("X-Real-IP")
+	}))
+	t.Cleanup(lab.Close)
+	base := startNginxLab(t, []string{"127.0.0.1:1", "127.0.0.1:1"}, lab.Listener.Addr().String())
+	client := sourceClient(t, "127.1.0.2")
+	for _, path := range []string{"/", "/lab/api/events"} {
+		res, err := client.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if got, want := <-seen, path+" from 127.1.0.2"; got != want {
+			t.Errorf("the lab saw %q, want %q", got, want)
+		}
+	}
+}
+
 // The lab's routes hold at most 8 connections at once per client beyond
 // nginx's own network (its live stream keeps one open while a page is): the
 // 9th is a JSON 429 at once, and one closed lets the next in; a client on
