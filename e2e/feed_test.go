@@ -39,6 +39,12 @@ func checkFeedRefused(t *testing.T, base string) {
 		}
 		waitFor(t, ctx, "the "+view+" view", `document.body.dataset.view === "`+view+`"`)
 	}
+	// The tab's page has its own feed open before the test takes the rest:
+	// the page left last may still hold its stream for a moment (its close
+	// on its way through nginx), so the new page's was refused and is
+	// retried; the test taking that slot meanwhile would leave the tab
+	// nothing to give back below.
+	waitFor(t, ctx, "the tab's own feed open", `feed !== null && feed.readyState === EventSource.OPEN`)
 	var streams held
 	defer streams.release()
 	for deadline := time.Now().Add(30 * time.Second); streams.grab(t, base) == 0; time.Sleep(500 * time.Millisecond) { // a closed stream reaches the lab through nginx
