@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -48,6 +49,50 @@ func (c *conn) Close() error {
 	delete(c.l.conns, c)
 	c.l.mu.Unlock()
 	return c.Conn.Close()
+}
+
+// dead says that the server closed c while it sat idle in its lane: a read
+// that would block means it is alive (nothing is due on an idle HTTP
+// connection); EOF, an error, or bytes nobody asked for mean it is not. One
+// non-blocking read, as go-sql-driver/mysql checks a pooled connection.
+func (c *conn) dead() bool {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return true
+	}
+	var rerr error
+	var buf [1]byte
+	if err := rc.Read(func(fd uintptr) bool {
+		_, rerr = syscall.Read(int(fd), buf[:])
+		return true // never wait: the answer is now
+	}); err != nil {
+		return true
+	}
+	return !errors.Is(rerr, syscall.EAGAIN)
+}
+
+// dropDead closes the lane's idle connections when the server closed one
+// (a replica restarted, nginx reloaded): fasthttp would send the next
+// request on it and, a POST, not send it again once it failed, where
+// net/http notices a closed idle connection and dials anew. The lane is
+// its caller's alone, so every connection it holds is idle.
+func (l *lane) dropDead() {
+	l.mu.Lock()
+	dead := false
+	for c := range l.conns {
+		if c.dead() {
+			dead = true
+			break
+		}
+	}
+	l.mu.Unlock()
+	if dead {
+		l.c.CloseIdleConnections()
+	}
 }
 
 func newLane() *lane {
@@ -114,6 +159,7 @@ func (t *transport) do(ctx context.Context, req *fasthttp.Request, resp *fasthtt
 		timeout, ctxDeadline = time.Until(d), true
 	}
 	l := t.take()
+	l.dropDead()
 	stop := context.AfterFunc(ctx, l.abort)
 	err := l.c.DoTimeout(req, resp, timeout)
 	if !stop() { // ctx ended: the lane's connections are closed or closing
