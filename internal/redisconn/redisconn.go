@@ -47,7 +47,15 @@ func Options(addr, password string) *redis.Options {
 const bufferSize = 4 << 10
 
 // New returns a client for the node at addr.
-func New(addr, password string) *redis.Client { return redis.NewClient(Options(addr, password)) }
+func New(addr, password string) *redis.Client {
+	return withAhead(redis.NewClient(Options(addr, password)))
+}
+
+// withAhead gives c its first hook, the one that sends Ahead commands.
+func withAhead(c *redis.Client) *redis.Client {
+	c.AddHook(aheadHook{client: c})
+	return c
+}
 
 // NewFailover returns a client of the primary that Redis Sentinel names
 // master, asked of sentinels (host:port), with Options' settings: after a
@@ -57,12 +65,12 @@ func New(addr, password string) *redis.Client { return redis.NewClient(Options(a
 // and the Compose profile set it).
 func NewFailover(master string, sentinels []string, password string) *redis.Client {
 	o := Options("", password)
-	return redis.NewFailoverClient(&redis.FailoverOptions{MasterName: master, SentinelAddrs: sentinels,
+	return withAhead(redis.NewFailoverClient(&redis.FailoverOptions{MasterName: master, SentinelAddrs: sentinels,
 		Password: o.Password, SentinelPassword: o.Password,
 		DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout,
 		MaxRetries: o.MaxRetries, DialerRetries: o.DialerRetries, PoolSize: o.PoolSize, Protocol: o.Protocol,
 		DisableIdentity: o.DisableIdentity, ReadBufferSize: o.ReadBufferSize, WriteBufferSize: o.WriteBufferSize,
-		PipelineReadBufferSize: o.PipelineReadBufferSize, PipelineWriteBufferSize: o.PipelineWriteBufferSize})
+		PipelineReadBufferSize: o.PipelineReadBufferSize, PipelineWriteBufferSize: o.PipelineWriteBufferSize}))
 }
 
 // NewAll returns a client for each of addrs, as redlock takes them.

@@ -38,7 +38,7 @@ func TestFencingHoldsInEveryOrder(t *testing.T) {
 				var err error
 				if step[1] == 'r' {
 					read[h], err = s.read(ctx, f, nil)
-				} else if err = s.write(ctx, read[h]-1, f); err == nil {
+				} else if _, err = s.write(ctx, nil, read[h]-1, f); err == nil {
 					sold++
 				}
 				switch {

@@ -29,17 +29,23 @@ const handoverClaim = 150 * time.Millisecond
 
 // rides is a go-redis hook that sees each pipeline carrying a hand-off's
 // claim and the sale's read of the stock (lease.Rider): it counts them, and
-// before the first one is sent runs hold, the test's chosen moment.
+// before the first one is sent runs hold, the test's chosen moment. It
+// counts too the pipelines carrying a sale's write ahead of its release
+// (redisconn.Ahead: a SET, or fenced an EVAL, then the hand-over script).
 type rides struct {
-	n    atomic.Int32
-	once sync.Once
-	hold func()
+	n      atomic.Int32
+	writes atomic.Int32
+	once   sync.Once
+	hold   func()
 }
 
 func (*rides) DialHook(next redis.DialHook) redis.DialHook          { return next }
 func (*rides) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
 func (r *rides) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) == 2 && (cmds[0].Name() == "set" || cmds[0].Name() == "eval") && cmds[1].Name() == "evalsha" {
+			r.writes.Add(1)
+		}
 		if len(cmds) == 2 && cmds[0].Name() == "evalsha" && (cmds[1].Name() == "get" || cmds[1].Name() == "evalsha") {
 			r.n.Add(1)
 			if r.hold != nil {
@@ -106,7 +112,7 @@ func (lg *ledger) check(t *testing.T, before, after int64) {
 
 // TestClaimCarriesTheRead: a sale handed the lock claims it and reads the
 // stock in one round trip (one pipeline, the claim first), and uses that
-// read; 20 sales through two replicas sell exactly, one holder at a time,
+// read; its write leaves with its release (one pipeline, the write first); 20 sales through two replicas sell exactly, one holder at a time,
 // fenced or not.
 func TestClaimCarriesTheRead(t *testing.T) {
 	for _, fenced := range []bool{false, true} {
@@ -132,6 +138,9 @@ func TestClaimCarriesTheRead(t *testing.T) {
 			lg.check(t, 100, 80)
 			if hooks[0].n.Load()+hooks[1].n.Load() == 0 {
 				t.Fatal("no claim carried its sale's read: every hand-over cost its own round trip")
+			}
+			if w := hooks[0].writes.Load() + hooks[1].writes.Load(); w != 20 {
+				t.Fatalf("%d of 20 sales' writes left with their release, want every one", w)
 			}
 		})
 	}

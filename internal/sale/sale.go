@@ -243,9 +243,11 @@ func (s *Service) sell(ctx context.Context, m Method, tr *Trace) (res Result, er
 	// Everything it still does is bounded: the business time, Redis's own
 	// timeouts, the release's.
 	ctx = context.WithoutCancel(ctx)
-	// Deferred, so that even a panic releases the lock (v1's mutex too).
+	h := s.newHold(ctx, l, tr, first)
+	// Deferred, so that even a panic releases the lock (v1's mutex too); a
+	// write that rode ahead of the release released it already.
 	defer func() {
-		relErr := s.release(ctx, l, tr)
+		relErr := h.release(ctx, nil)
 		if s.observer != nil {
 			s.observer.Held(m, tr.Released.Sub(tr.Obtained))
 		}
@@ -260,7 +262,7 @@ func (s *Service) sell(ctx context.Context, m Method, tr *Trace) (res Result, er
 		if err != nil {
 			return Result{}, err
 		}
-		l = nested(inner, l)
+		h.l = nested(inner, l)
 	}
 	step.Phase(ctx, step.Stock)
 	f, err := s.fence(ctx, m, l.Token(), tr.Owner)
@@ -270,7 +272,7 @@ func (s *Service) sell(ctx context.Context, m Method, tr *Trace) (res Result, er
 	if f != nil && chaos.From(ctx).Off.Fence {
 		defer s.rdb.Del(context.WithoutCancel(ctx), f.key) // its own domain: nobody else's
 	}
-	return s.readCheckWrite(ctx, l, f, tr, first)
+	return s.readCheckWrite(ctx, h, f, tr, first)
 }
 
 // acquire waits for m's lock at most acquireTimeout (a stepped sale: of its
@@ -369,10 +371,10 @@ func nested(inner, outer lease.Lease) lease.Lease {
 
 // readCheckWrite is the tutorial's business step: GET, check, wait out the
 // business time, SET. It is not atomic; only a lock around it makes it safe.
-// l is the lease it runs under (nil: none). A lease known lost stops it
+// h is the hold it runs under (nil: no lock). A lease known lost stops it
 // before the write. With fencing, the read and the write are both the fenced
 // script: refused once a newer holder has touched the stock.
-func (s *Service) readCheckWrite(ctx context.Context, l lease.Lease, f *fencing, tr *Trace, first *firstRead) (Result, error) {
+func (s *Service) readCheckWrite(ctx context.Context, h *hold, f *fencing, tr *Trace, first *firstRead) (Result, error) {
 	// lesson:begin none
 	n, err := s.read(ctx, f, first)
 	tr.Refused = errors.Is(err, ErrFenced)
@@ -406,18 +408,18 @@ func (s *Service) readCheckWrite(ctx context.Context, l lease.Lease, f *fencing,
 		}
 	}
 	step.Done(ctx, "done")
-	if l != nil && lease.IsLost(l) && !chaos.From(ctx).Off.LeaseCheck {
+	if l := h.lease(); l != nil && lease.IsLost(l) && !chaos.From(ctx).Off.LeaseCheck {
 		return Result{}, ErrLeaseLost
 	}
 	chaos.BeforeWrite(ctx) // after the last check: a pause here goes unnoticed
 	// lesson:begin none
-	err = s.write(ctx, n-1, f)
+	at, err := s.write(ctx, h, n-1, f)
 	// lesson:end
 	tr.Refused = errors.Is(err, ErrFenced)
 	if err != nil {
 		return Result{}, err
 	}
-	tr.Written = Step{At: time.Now(), Value: n - 1}
+	tr.Written = Step{At: at, Value: n - 1}
 	if err := s.replicated(ctx); err != nil {
 		return Result{}, err
 	}
@@ -434,49 +436,6 @@ func (s *Service) read(ctx context.Context, f *fencing, first *firstRead) (int64
 		return s.Stock(ctx)
 	}
 	return s.fencedRead(fencedScript.Run(ctx, s.rdb, []string{s.key, f.key}, f.token, f.owner, ""), f)
-}
-
-// fencedRead reads the fenced script's reply to a read.
-func (s *Service) fencedRead(cmd *redis.Cmd, f *fencing) (int64, error) {
-	reply, err := cmd.Slice()
-	if err != nil {
-		return 0, fmt.Errorf("sale: fenced read of stock: %w", err)
-	}
-	if reply[0] != int64(1) {
-		return 0, fmt.Errorf("%w: read with token %d", ErrFenced, f.token)
-	}
-	if len(reply) < 2 || reply[1] == nil {
-		return 0, fmt.Errorf("%w: %s", ErrStockMissing, s.key)
-	}
-	return s.parse(fmt.Sprint(reply[1]))
-}
-
-// write writes the stock: a SET, or with fencing the fenced script.
-func (s *Service) write(ctx context.Context, n int64, f *fencing) error {
-	if f == nil {
-		if err := s.rdb.Set(ctx, s.key, n, 0).Err(); err != nil {
-			return writeError("sale: write stock", err)
-		}
-		return nil
-	}
-	reply, err := fencedScript.Run(ctx, s.rdb, []string{s.key, f.key}, f.token, f.owner, n).Slice()
-	if err != nil {
-		return writeError("sale: fenced write of stock", err)
-	}
-	if reply[0] != int64(1) {
-		return fmt.Errorf("%w: write with token %d", ErrFenced, f.token)
-	}
-	return nil
-}
-
-// writeError is a failed write of the stock: ErrIndeterminate when its reply
-// was lost, so that nobody reports "nothing sold" for a write that may have
-// happened.
-func writeError(what string, err error) error {
-	if redisconn.Ambiguous(err) && !errors.Is(err, step.ErrCancelled) { // a cancelled step sent nothing
-		return fmt.Errorf("%s: %w: %w", what, ErrIndeterminate, err)
-	}
-	return fmt.Errorf("%s: %w", what, err)
 }
 
 //go:embed sale.go

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/locklab/locklab/internal/chaos"
 	"github.com/locklab/locklab/internal/redisconn"
+	"github.com/locklab/locklab/internal/step"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -76,4 +78,59 @@ func (s *Service) SetStock(ctx context.Context, n int64) error {
 		return fmt.Errorf("sale: write stock: %w", err)
 	}
 	return nil
+}
+
+// fencedRead reads the fenced script's reply to a read.
+func (s *Service) fencedRead(cmd *redis.Cmd, f *fencing) (int64, error) {
+	reply, err := cmd.Slice()
+	if err != nil {
+		return 0, fmt.Errorf("sale: fenced read of stock: %w", err)
+	}
+	if reply[0] != int64(1) {
+		return 0, fmt.Errorf("%w: read with token %d", ErrFenced, f.token)
+	}
+	if len(reply) < 2 || reply[1] == nil {
+		return 0, fmt.Errorf("%w: %s", ErrStockMissing, s.key)
+	}
+	return s.parse(fmt.Sprint(reply[1]))
+}
+
+// write writes the stock: a SET, or with fencing the fenced script; when
+// the hold h says so, in one round trip with its release (writeAhead). It
+// returns when the stock was written (when the write was sent, if it left
+// with the release).
+func (s *Service) write(ctx context.Context, h *hold, n int64, f *fencing) (time.Time, error) {
+	if h != nil && h.ahead {
+		return s.writeAhead(ctx, h, n, f)
+	}
+	if f == nil {
+		if err := s.rdb.Set(ctx, s.key, n, 0).Err(); err != nil {
+			return time.Time{}, writeError("sale: write stock", err)
+		}
+		return time.Now(), nil
+	}
+	err := s.fencedWrite(fencedScript.Run(ctx, s.rdb, []string{s.key, f.key}, f.token, f.owner, n), f)
+	return time.Now(), err
+}
+
+// fencedWrite reads the fenced script's reply to a write.
+func (s *Service) fencedWrite(cmd *redis.Cmd, f *fencing) error {
+	reply, err := cmd.Slice()
+	if err != nil {
+		return writeError("sale: fenced write of stock", err)
+	}
+	if reply[0] != int64(1) {
+		return fmt.Errorf("%w: write with token %d", ErrFenced, f.token)
+	}
+	return nil
+}
+
+// writeError is a failed write of the stock: ErrIndeterminate when its reply
+// was lost, so that nobody reports "nothing sold" for a write that may have
+// happened.
+func writeError(what string, err error) error {
+	if redisconn.Ambiguous(err) && !errors.Is(err, step.ErrCancelled) { // a cancelled step sent nothing
+		return fmt.Errorf("%s: %w: %w", what, ErrIndeterminate, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
