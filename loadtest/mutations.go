@@ -46,11 +46,7 @@ func runMutations(ctx context.Context, o options, stdout, stderr io.Writer) int 
 	}
 	defer env.Close()
 	var rows []mutated
-	for _, s := range chosen(o.scenario) {
-		if ok, why := s.OnCompose(); o.compose != "" && !ok {
-			fmt.Fprintf(stderr, "loadtest: scenario %s skipped on Compose: %s\n", s.Name, why)
-			continue
-		}
+	for s := range onStack(o, stderr) {
 		if why := s.Unfit(env); why != "" {
 			if o.scenario != "all" || why == s.Refuses(env) {
 				fmt.Fprintf(stderr, "loadtest: %s cannot run on this cluster: it %s\n", s.Name, why)

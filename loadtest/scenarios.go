@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -55,11 +56,7 @@ func runScenarios(ctx context.Context, o options, stdout, stderr io.Writer) int 
 			return 1
 		}
 	}
-	for _, s := range chosen(o.scenario) {
-		if ok, why := s.OnCompose(); o.compose != "" && !ok {
-			fmt.Fprintf(stderr, "loadtest: scenario %s skipped on Compose: %s\n", s.Name, why)
-			continue
-		}
+	for s := range onStack(o, stderr) {
 		if why := s.Unfit(env); why != "" {
 			unfit[why] = append(unfit[why], s.Name)
 			continue
@@ -129,6 +126,23 @@ func runScenarios(ctx context.Context, o options, stdout, stderr io.Writer) int 
 // chosen are the scenarios -scenario names: one, or all.
 func chosen(name string) []scenario.Scenario {
 	return slices.DeleteFunc(slices.Clone(scenario.All), func(s scenario.Scenario) bool { return name != "all" && name != s.Name })
+}
+
+// onStack yields the scenarios -scenario names that run on this stack,
+// passing over, and saying so, those that do not run on Compose when the
+// run is on it.
+func onStack(o options, stderr io.Writer) iter.Seq[scenario.Scenario] {
+	return func(yield func(scenario.Scenario) bool) {
+		for _, s := range chosen(o.scenario) {
+			if ok, why := s.OnCompose(); o.compose != "" && !ok {
+				fmt.Fprintf(stderr, "loadtest: scenario %s skipped on Compose: %s\n", s.Name, why)
+				continue
+			}
+			if !yield(s) {
+				return
+			}
+		}
+	}
 }
 
 // appliesTo are those of locks s has an expected outcome for: its cells.

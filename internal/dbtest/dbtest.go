@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/locklab/locklab/internal/cluster"
 	dblock "github.com/locklab/locklab/internal/locks/db"
+	"github.com/locklab/locklab/internal/procstate"
 	"github.com/locklab/locklab/internal/redistest"
 )
 
@@ -30,10 +30,7 @@ type Server struct {
 	Addr string // 127.0.0.1:port
 	tb   testing.TB
 	args []string
-
-	mu     sync.Mutex
-	proc   *os.Process
-	exited chan struct{}
+	proc procstate.Held
 }
 
 // Database is the database the tests' tables live in.
@@ -96,20 +93,17 @@ func (s *Server) start() error {
 		return err
 	}
 	cmd := exec.Command(bin, s.args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("mariadbd: %w", err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	s.mu.Lock()
-	s.proc, s.exited = cmd.Process, exited
-	s.mu.Unlock()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // killed with what it starts
+	return s.proc.Start(cmd, "mariadbd", s.answers)
+}
+
+// answers waits until the server proc started answers a ping.
+func (s *Server) answers(proc *procstate.Proc) error {
 	db := s.open("")
 	defer db.Close()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		select {
-		case <-exited:
+		case <-proc.Exited():
 			return fmt.Errorf("mariadbd exited at start (its log: %s)", strings.TrimPrefix(s.args[len(s.args)-1], "--log-error="))
 		default:
 		}
@@ -120,7 +114,6 @@ func (s *Server) start() error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			s.Stop()
 			return fmt.Errorf("mariadbd on %s did not answer within 20 s: %w", s.Addr, err)
 		}
 	}
@@ -163,16 +156,7 @@ func (s *Server) open(database string) *sql.DB {
 }
 
 // Stop kills the server (SIGKILL: a crash) and waits until it is gone.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	p, exited := s.proc, s.exited
-	s.mu.Unlock()
-	if p == nil {
-		return
-	}
-	_ = syscall.Kill(-p.Pid, syscall.SIGKILL)
-	<-exited
-}
+func (s *Server) Stop() { s.proc.Stop() }
 
 // Restart starts a stopped server again, with its data.
 func (s *Server) Restart() {

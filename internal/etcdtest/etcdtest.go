@@ -32,9 +32,7 @@ type Member struct {
 	Name      string
 	ClientURL string
 	args      []string
-
-	mu   sync.Mutex
-	proc *procstate.Proc // nil when stopped
+	proc      procstate.Held
 }
 
 // Timing: a heartbeat of 50 ms and an election timeout of 500 ms, so a lost
@@ -114,14 +112,7 @@ func (c *Cluster) Client() *clientv3.Client {
 }
 
 func (m *Member) start() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	p, err := procstate.Start(exec.Command("etcd", m.args...))
-	if err != nil {
-		return fmt.Errorf("start etcd %s: %w", m.Name, err)
-	}
-	m.proc = p
-	return nil
+	return m.proc.Start(exec.Command("etcd", m.args...), "etcd "+m.Name, nil)
 }
 
 // waitHealthy waits until the member answers a status request with a leader.
@@ -140,7 +131,7 @@ func (m *Member) waitHealthy(limit time.Duration) error {
 			return nil
 		}
 		select {
-		case <-m.exited():
+		case <-m.proc.Exited():
 			return fmt.Errorf("etcd %s exited at start (port taken?)", m.Name)
 		default:
 		}
@@ -177,10 +168,7 @@ func (c *Cluster) WaitLeader(limit time.Duration) {
 func (c *Cluster) leader() (uint64, error) {
 	ids, leaders := map[uint64]bool{}, map[uint64]bool{}
 	for _, m := range c.Members {
-		m.mu.Lock()
-		running := m.proc != nil
-		m.mu.Unlock()
-		if !running {
+		if !m.proc.Running() {
 			continue
 		}
 		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: time.Second, Logger: zap.NewNop()})
@@ -210,19 +198,7 @@ func (c *Cluster) leader() (uint64, error) {
 
 // Stop kills the member (as a crash would) and waits for it to exit. It is
 // safe to call more than once.
-func (m *Member) Stop() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.proc.Kill()
-	m.proc = nil
-}
-
-// exited is closed once the member's process has exited.
-func (m *Member) exited() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.proc.Exited()
-}
+func (m *Member) Stop() { m.proc.Stop() }
 
 // Freeze stops every member with SIGSTOP (their ports still accept
 // connections, they answer nothing: the cluster cut off, as its clients see
@@ -231,16 +207,8 @@ func (m *Member) exited() <-chan struct{} {
 func (c *Cluster) Freeze(frozen bool) {
 	c.tb.Helper()
 	for _, m := range c.Members {
-		m.mu.Lock()
-		proc := m.proc
-		m.mu.Unlock()
-		if proc == nil {
-			continue // stopped: it answers nothing either way
-		}
-		if frozen {
-			c.tb.Cleanup(func() { _ = proc.Freeze(false) })
-		}
-		if err := proc.Freeze(frozen); err != nil {
+		// A stopped member is passed over: it answers nothing either way.
+		if _, err := m.proc.Freeze(frozen, c.tb.Cleanup); err != nil {
 			c.tb.Fatal(err)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/locklab/locklab/internal/api"
 )
 
 // A lesson may fault the stack's own processes, as the fault cells do, but
@@ -107,6 +109,29 @@ func (l *Lab) hold(what string, bound time.Duration, undo func() error) time.Tim
 	l.held.faults[what] = f
 	l.cfg.Log.Info("a lesson faulted the stack", "what", what, "bound", bound)
 	return f.until
+}
+
+// holdOnce puts a lesson's fault on what unless it holds that one already,
+// then answers the page with then(until), all under l.held.mu: one fault
+// at a time. Refused (409) while a run or a cell uses the stack (doing:
+// what the lesson would do, as refuseBusy takes it). start does the fault
+// and answers what undoes it, held for bound; its error is the 503's
+// message, and nothing is held.
+func (l *Lab) holdOnce(w http.ResponseWriter, doing, what string, bound time.Duration, start func() (undo func() error, err error), then func(w http.ResponseWriter, until time.Time)) {
+	if l.refuseBusy(w, doing) {
+		return
+	}
+	l.held.mu.Lock()
+	defer l.held.mu.Unlock()
+	if _, ok := l.held.faults[what]; !ok {
+		undo, err := start()
+		if err != nil {
+			writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, err.Error())
+			return
+		}
+		l.hold(what, bound, undo)
+	}
+	then(w, l.held.faults[what].until)
 }
 
 // undo undoes the fault on what if a lesson holds one (by: who asked, for

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 	"time"
@@ -58,24 +59,18 @@ func (l *Lab) lessonFreeze(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "no replica "+name+" on this stack now")
 		return
 	}
-	if l.refuseBusy(w, "freezes a replica it uses") {
-		return
-	}
-	what := frozenReplica(name)
-	l.held.mu.Lock()
-	defer l.held.mu.Unlock()
-	if _, ok := l.held.faults[what]; !ok {
+	l.holdOnce(w, "freezes a replica it uses", frozenReplica(name), l.freezeBound(), func() (func() error, error) {
 		if err := f.Freeze(name, true); err != nil {
 			// Half stopped is still stopped: resume whatever it reached.
 			if cerr := f.Freeze(name, false); cerr != nil {
 				l.cfg.Log.Error("a replica a lesson froze could not be thawed: fix it by hand", "replica", name, "err", cerr)
 			}
-			writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "could not freeze "+name+": "+err.Error())
-			return
+			return nil, errors.New("could not freeze " + name + ": " + err.Error())
 		}
-		l.hold(what, l.freezeBound(), func() error { return f.Freeze(name, false) })
-	}
-	writeJSON(w, http.StatusOK, Frozen{Replica: name, Frozen: true, Until: l.held.faults[what].until})
+		return func() error { return f.Freeze(name, false) }, nil
+	}, func(w http.ResponseWriter, until time.Time) {
+		writeJSON(w, http.StatusOK, Frozen{Replica: name, Frozen: true, Until: until})
+	})
 }
 
 // lessonThaw thaws the replica the path names if a lesson froze it; a

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -91,13 +92,8 @@ func (l *Lab) lessonNode(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, api.CodeNotFound, "a lesson stops only the Redis nodes Redlock alone uses ("+strings.Join(nodes, ", ")+"), not "+name)
 		return
 	}
-	if l.refuseBusy(w, "stops a Redis node it uses") {
-		return
-	}
 	what := stoppedNode(name)
-	l.held.mu.Lock()
-	defer l.held.mu.Unlock()
-	if _, ok := l.held.faults[what]; !ok {
+	l.holdOnce(w, "stops a Redis node it uses", what, l.nodeBound(), func() (func() error, error) {
 		// One cluster for every node a lesson holds stopped: each restart
 		// saves the cluster's state (the node's new pid), and one read
 		// before another node's restart would save that one's old pid.
@@ -106,25 +102,25 @@ func (l *Lab) lessonNode(w http.ResponseWriter, r *http.Request) {
 		}
 		restart, err := k.Kill(name)
 		if err != nil {
-			writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "could not stop "+name+": "+err.Error())
-			return
+			return nil, errors.New("could not stop " + name + ": " + err.Error())
 		}
 		l.held.killer = k
-		l.hold(what, l.nodeBound(), func() error {
+		return func() error {
 			ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout)
 			defer cancel()
 			return restart(ctx)
-		})
-	}
-	if do == "restart" {
-		if err := l.undoLocked(what, "the page"); err != nil {
-			writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "could not start "+name+" again: "+err.Error())
+		}, nil
+	}, func(w http.ResponseWriter, until time.Time) {
+		if do == "restart" { // still under l.held.mu: no other fault between
+			if err := l.undoLocked(what, "the page"); err != nil {
+				writeError(w, http.StatusServiceUnavailable, api.CodeUnavailable, "could not start "+name+" again: "+err.Error())
+				return
+			}
+			writeJSON(w, http.StatusOK, NodeState{Node: name})
 			return
 		}
-		writeJSON(w, http.StatusOK, NodeState{Node: name})
-		return
-	}
-	writeJSON(w, http.StatusOK, NodeState{Node: name, Down: true, Until: l.held.faults[what].until})
+		writeJSON(w, http.StatusOK, NodeState{Node: name, Down: true, Until: until})
+	})
 }
 
 // nodeBound is the lab's bound: Config.NodeBound, or NodeBound.

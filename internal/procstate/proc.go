@@ -13,14 +13,18 @@ import (
 type Proc struct {
 	p      *os.Process
 	exited chan struct{}
+	group  bool // it leads a process group of its own (Setpgid): killed with it
 }
 
-// Start starts cmd and watches for its exit.
+// Start starts cmd and watches for its exit. A cmd started in a process
+// group of its own (SysProcAttr.Setpgid: a server that starts others, as
+// mariadbd may) is killed with its group.
 func Start(cmd *exec.Cmd) (*Proc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &Proc{p: cmd.Process, exited: make(chan struct{})}
+	group := cmd.SysProcAttr != nil && cmd.SysProcAttr.Setpgid
+	p := &Proc{p: cmd.Process, exited: make(chan struct{}), group: group}
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 	return p, nil
 }
@@ -46,7 +50,16 @@ func (p *Proc) Kill() {
 	if p == nil {
 		return
 	}
-	_ = p.p.Signal(syscall.SIGKILL)
+	select {
+	case <-p.exited: // reaped: its pid, and its group's, may be another's now
+		return
+	default:
+	}
+	if p.group {
+		_ = syscall.Kill(-p.p.Pid, syscall.SIGKILL)
+	} else {
+		_ = p.p.Signal(syscall.SIGKILL)
+	}
 	<-p.exited
 }
 

@@ -32,8 +32,7 @@ type Server struct {
 	// what it monitors, and how fast it fails over.
 	sentinel string
 
-	mu   sync.Mutex
-	proc *procstate.Proc // nil when stopped
+	proc procstate.Held
 }
 
 // Start starts a redis-server with no persistence on a free loopback port and
@@ -161,28 +160,18 @@ func (s *Server) Client() *redis.Client {
 
 // Stop kills the server (as a crash would) and waits for it to exit. It is
 // safe to call more than once.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.proc.Kill()
-	s.proc = nil
-}
+func (s *Server) Stop() { s.proc.Stop() }
 
 // Freeze stops the server with SIGSTOP (its port still accepts
 // connections, it answers nothing) or, with frozen false, resumes it. A
 // frozen server is resumed when the test ends.
 func (s *Server) Freeze(frozen bool) {
 	s.tb.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.proc == nil {
+	running, err := s.proc.Freeze(frozen, s.tb.Cleanup)
+	if !running {
 		s.tb.Fatal("redistest: Freeze of a stopped server")
 	}
-	if frozen {
-		proc := s.proc
-		s.tb.Cleanup(func() { _ = proc.Freeze(false) })
-	}
-	if err := s.proc.Freeze(frozen); err != nil {
+	if err != nil {
 		s.tb.Fatal(err)
 	}
 }
@@ -196,8 +185,6 @@ func (s *Server) Restart() {
 }
 
 func (s *Server) start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	cmd := exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning", "--dir", s.dir)
 	if s.sentinel != "" {
@@ -209,11 +196,11 @@ func (s *Server) start() error {
 		}
 		cmd = exec.Command("redis-server", conf, "--sentinel", "--loglevel", "warning")
 	}
-	proc, err := procstate.Start(cmd)
-	if err != nil {
-		return fmt.Errorf("start redis-server: %w", err)
-	}
+	return s.proc.Start(cmd, "redis-server", s.answers)
+}
 
+// answers waits until the server proc started answers PING.
+func (s *Server) answers(proc *procstate.Proc) error {
 	c := redisconn.New(s.Addr, "")
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
@@ -228,12 +215,10 @@ func (s *Server) start() error {
 		if conn, err := net.Dial("tcp", s.Addr); err == nil {
 			conn.Close()
 			if c.Ping(context.Background()).Err() == nil {
-				s.proc = proc
 				return nil
 			}
 		}
 		if time.Now().After(deadline) {
-			proc.Kill()
 			return fmt.Errorf("redis-server on port %d did not answer PING within 10s", s.port)
 		}
 		time.Sleep(5 * time.Millisecond) // polling the observable state: PING

@@ -310,23 +310,17 @@ func (p composeProcs) Kill(name string) (restart func(context.Context) error, er
 		if _, err := docker(ctx, "start", id); err != nil {
 			return err
 		}
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		var last error
+		err := waitEvery(ctx, 30*time.Second, 10*time.Millisecond, func() (bool, error) {
 			rctx, cancel := context.WithTimeout(ctx, time.Second)
-			err := p.ready[name](rctx)
-			cancel()
-			if err == nil { // observable state: it answers
-				return nil
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("scenario: %s not answering 30 s after docker start: %w", name, err)
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(10 * time.Millisecond):
-			}
+			defer cancel()
+			last = p.ready[name](rctx)
+			return last == nil, nil // observable state: it answers
+		})
+		if err != nil && ctx.Err() == nil {
+			return fmt.Errorf("scenario: %s not answering 30 s after docker start: %w", name, last)
 		}
+		return err
 	}, nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/api"
-	"github.com/locklab/locklab/internal/reason"
 )
 
 // crashHolder: S, on replica 1, takes the lock and works for 2 x TTL; once
@@ -21,12 +20,10 @@ func crashHolder(ctx context.Context, e Env, lock string, before int64) (observe
 	if err := e.waitLock(ctx, true, 5*time.Second); err != nil {
 		return "", "", fmt.Errorf("the first sale never took the lock: %w", err)
 	}
-	restart, err := e.Procs.Kill(e.Replicas[0].Name)
+	restart, err := e.kill(e.Replicas[0].Name)
 	if err != nil {
 		return "", "", err
 	}
-	restart = restarted(e.Replicas[0].Name, restart)
-	e.mark(reason.New("killed", "{node} killed", "node", e.Replicas[0].Name))
 	defer func() { err = errors.Join(err, restart(ctx)) }() // whatever happens, the replica comes back
 	<-s                                                     // its connection died with the replica
 	rb := <-e.sellAt(ctx, e.Replicas[1].URL, lock, "")

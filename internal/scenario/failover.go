@@ -34,11 +34,8 @@ import (
 // standby follows it.
 func failover(ack bool) runFunc {
 	return func(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error) {
-		sb, err := e.standby("failover")
+		sb, err := e.standby(ctx, "failover")
 		if err != nil {
-			return "", "", err
-		}
-		if err := e.standbyInSync(ctx, sb); err != nil {
 			return "", "", err
 		}
 		heal, err := e.cut(sb.Name, e.StockNode) // the replication link stalls
@@ -149,11 +146,8 @@ func (e Env) heldOrGaveUp(ctx context.Context, lock, hooks string) (a <-chan rep
 // writeVerdict checks the cell's precondition first.
 func failoverWrite(ack bool) runFunc {
 	return func(ctx context.Context, e Env, lock string, before int64) (observed, detail string, err error) {
-		sb, err := e.standby("failover-write")
+		sb, err := e.standby(ctx, "failover-write")
 		if err != nil {
-			return "", "", err
-		}
-		if err := e.standbyInSync(ctx, sb); err != nil {
 			return "", "", err
 		}
 		hooks := ""
@@ -263,12 +257,14 @@ func (e Env) promote(ctx context.Context, sb Standby, heal func() error) (failBa
 }
 
 // standby is the stock node's first standby, which scenario promotes by
-// hand; it needs the fault proxies too, to stall its link.
-func (e Env) standby(scenario string) (Standby, error) {
+// hand, once it has replicated everything the primary has; it needs the
+// fault proxies too, to stall its link.
+func (e Env) standby(ctx context.Context, scenario string) (Standby, error) {
 	if len(e.Standbys) == 0 || e.Faults == nil {
 		return Standby{}, errors.New(scenario + " needs the standby and the fault proxies: a cluster started with FAULTS=1")
 	}
-	return e.Standbys[0], nil
+	sb := e.Standbys[0]
+	return sb, e.standbyInSync(ctx, sb)
 }
 
 // standbyInSync waits until the standby has replicated everything the

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -33,9 +32,7 @@ type Member struct {
 	Addr string // its clients' host:port
 	args []string
 	log  string
-
-	mu   sync.Mutex
-	proc *procstate.Proc // nil when stopped
+	proc procstate.Held
 }
 
 // Start starts an n-member ensemble (1: a standalone server) and waits
@@ -93,8 +90,6 @@ func (e *Ensemble) Servers() []string {
 
 // Start starts the member (again, with its data, after Stop).
 func (m *Member) Start() error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	logf, err := os.OpenFile(m.log, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
@@ -103,12 +98,7 @@ func (m *Member) Start() error {
 	cmd := exec.Command(m.args[0], m.args[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	p, err := procstate.Start(cmd)
-	if err != nil {
-		return fmt.Errorf("start zookeeper %s: %w", m.Name, err)
-	}
-	m.proc = p
-	return nil
+	return m.proc.Start(cmd, "zookeeper "+m.Name, nil)
 }
 
 // WaitServing waits until the member serves clients: its srvr says leader,
@@ -119,11 +109,8 @@ func (m *Member) WaitServing(limit time.Duration) error {
 		if _, err := probe.ZKMode(m.Addr, time.Second); err == nil {
 			return nil
 		}
-		m.mu.Lock()
-		exited := m.proc.Exited()
-		m.mu.Unlock()
 		select {
-		case <-exited:
+		case <-m.proc.Exited():
 			raw, _ := os.ReadFile(m.log)
 			return fmt.Errorf("zookeeper %s exited at start:\n%s", m.Name, raw)
 		default:
@@ -138,9 +125,4 @@ func (m *Member) WaitServing(limit time.Duration) error {
 
 // Stop kills the member (as a crash would) and waits for it to exit. It is
 // safe to call more than once.
-func (m *Member) Stop() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.proc.Kill()
-	m.proc = nil
-}
+func (m *Member) Stop() { m.proc.Stop() }
