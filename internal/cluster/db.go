@@ -35,14 +35,17 @@ func planDB(dir string) *Proc {
 }
 
 // MariaDBArgs are mariadbd's arguments (after its path) for a server with
-// its data in data, its socket, pid file and log in dir, listening on
+// its data in data, its socket, pid file, log and temporary files in dir
+// (mariadbd deletes every "#sql" file in its tmpdir as it starts: with
+// /tmp, the default, one server starting removed another's temporary
+// tables, and a test's mariadb-install-db failed so), listening on
 // 127.0.0.1:port only, running as OSUser, small: a lock table needs no big
 // buffer pool. It allows dblock.MaxConnections connections (db-getlock
 // holds one for each holder and waiter). The tests' servers (package
 // dbtest) are started the same.
 func MariaDBArgs(data, dir string, port int) []string {
 	return []string{"--no-defaults", "--datadir=" + data, "--socket=" + dbSocket(dir),
-		"--pid-file=" + filepath.Join(dir, "mariadb.pid"), "--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1",
+		"--pid-file=" + filepath.Join(dir, "mariadb.pid"), "--tmpdir=" + dir, "--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1",
 		"--user=" + OSUser(), "--skip-name-resolve", "--innodb-buffer-pool-size=16M",
 		"--max-connections=" + strconv.Itoa(dblock.MaxConnections), "--log-error=" + filepath.Join(dir, "mariadb.log")}
 }
@@ -79,7 +82,7 @@ func installDB(ctx context.Context, dir string) error {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, lookPath("mariadb-install-db"), "--no-defaults", "--datadir="+dbData(dir),
-		"--auth-root-authentication-method=socket", "--skip-test-db", "--user="+OSUser())
+		"--auth-root-authentication-method=socket", "--skip-test-db", "--user="+OSUser(), "--tmpdir="+dir) // its own (MariaDBArgs)
 	cmd.Env = append(os.Environ(), dbUmask...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("cluster: mariadb-install-db: %w\n%s", err, out)

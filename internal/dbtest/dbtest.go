@@ -50,7 +50,7 @@ func Start(tb testing.TB) *Server {
 	data := filepath.Join(dir, "data")
 	install, _ := look("mariadb-install-db")
 	out, err := exec.Command(install, "--no-defaults", "--datadir="+data, "--auth-root-authentication-method=normal",
-		"--skip-test-db", "--user="+cluster.OSUser()).CombinedOutput()
+		"--skip-test-db", "--user="+cluster.OSUser(), "--tmpdir="+dir).CombinedOutput() // its own (cluster.MariaDBArgs)
 	if err != nil {
 		tb.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
