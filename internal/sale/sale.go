@@ -47,8 +47,10 @@ type Method struct {
 	// when it does not wait in Redis), for the metrics.
 	Wait string
 	// Rides says that Lock's acquisition can carry the sale's first read in
-	// its last round trip (a hand-off's claim: lease.Rider). Only then is a
-	// rider made: every other sale reads for itself and allocates nothing.
+	// its last round trip (a hand-off's claim: lease.Rider), and its release
+	// the sale's write in its first (redisconn.Ahead; newHold says when).
+	// Only then is a rider made: every other sale reads and writes for
+	// itself and allocates nothing.
 	Rides bool
 	// LeaseHook says that Lock takes its lease per acquisition from the
 	// request's fault hooks when they set one (chaos.Faults.Lease).
