@@ -27,7 +27,8 @@ say() { printf 'e2e-compose: %s\n' "$*" >&2; }
 # The reason is said again after the containers' logs, last, where a CI log's
 # tail shows it.
 failure=""
-fail() { failure="$*"; say "FAIL: $*"; exit 1; }
+diagnosis=""
+fail() { failure="$*"; say "FAIL: $*"; diagnosis=$(diagnose 2>&1); exit 1; }
 
 if [ -z "${COMPOSE:-}" ]; then
   if docker compose version >/dev/null 2>&1; then COMPOSE="docker compose"
@@ -59,11 +60,27 @@ leftovers() {
     docker $what --filter "label=com.docker.compose.project=$PROJECT"
   done
 }
+# diagnose: the state at a failure, taken as it is said and printed after the
+# logs (the end of a long output is what is kept): each replica's warnings
+# and errors, and each Redis node's keys with their time to live (a lock
+# left behind, a lease that outlived its holder).
+diagnose() {
+  local svc id
+  for id in $(dc ps -q inventory 2>/dev/null); do
+    say "replica ${id:0:12}, its last warnings and errors:"
+    docker logs "$id" 2>&1 | grep -v '"level":"INFO"' | tail -5 | cut -c1-400 >&2 || true
+  done
+  for svc in redis1 redis2 redis3; do
+    # shellcheck disable=SC2016
+    say "$svc's keys (name, ms to live): $(dc exec -T "$svc" sh -c 'export REDISCLI_AUTH=$(cat /run/locklab/redis-password); for k in $(redis-cli --scan | head -10); do printf "%s %s; " "$k" "$(redis-cli pttl "$k")"; done' 2>&1 | tr -d '\r\n' | cut -c1-300)"
+  done
+}
 cleanup() {
   local status=$?
   if [ $status -ne 0 ]; then
     say "logs of the failed run:"
     dc --profile loadtest logs --no-color --tail 20 >&2 2>/dev/null || true
+    [ -z "$diagnosis" ] || printf '%s\n' "$diagnosis" >&2
   fi
   [ -z "$failure" ] || say "FAIL (said above, before the logs): $failure"
   dc --profile loadtest down -v --remove-orphans >/dev/null 2>&1 || true
