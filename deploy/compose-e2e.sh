@@ -65,10 +65,12 @@ leftovers() {
 # and errors, and each Redis node's keys with their time to live (a lock
 # left behind, a lease that outlived its holder).
 diagnose() {
-  local svc id
+  local svc id warned
   for id in $(dc ps -q inventory 2>/dev/null); do
-    say "replica ${id:0:12}, its last warnings and errors:"
-    docker logs "$id" 2>&1 | grep -v '"level":"INFO"' | tail -5 | cut -c1-400 >&2 || true
+    warned=$(docker logs "$id" 2>&1 | grep -v '"level":"INFO"' || true)
+    say "replica ${id:0:12}: $(echo "$warned" | grep -c '"sale failed"') sales failed, the last: $(echo "$warned" | grep '"sale failed"' | tail -1 | cut -c1-300)"
+    say "replica ${id:0:12}, its last other warnings and errors:"
+    echo "$warned" | grep -v '"sale failed"' | tail -4 | cut -c1-300 >&2 || true
   done
   for svc in redis1 redis2 redis3; do
     # shellcheck disable=SC2016

@@ -22,7 +22,7 @@ expect() {
   over=$(field "$line" oversold); failed=$(field "$line" failed); sold=$(field "$line" sold)
   two=$(field "$line" two_holders); lost=$(field "$line" lost_updates); unknown=$(field "$line" unknown)
   echo "$line" | grep -q '"history_checked":true' || fail "$2: the replicas' history was not checked: $line"
-  say "  $2: sold $sold, oversold $over, two holders $two, lost updates $lost, failed $failed, unknown $unknown"
+  say "  $2: sold $sold, oversold $over, two holders $two, lost updates $lost, failed $failed, unknown $unknown; p99 $(echo "$line" | grep -o '"p99":[0-9]*' | cut -d: -f2) ms, $(echo "$line" | grep -o '"seconds":[0-9]*\.\?[0-9]\?' | cut -d: -f2) s"
   case "$3" in
     zero) [ "$over" -eq 0 ] && [ "$two" -eq 0 ] && [ "$lost" -eq 0 ] && echo "$line" | grep -q '"linearizable":true' \
       || fail "$2: oversold $over, two holders $two, lost updates $lost: want none, linearizable: $line" ;;

@@ -55,12 +55,23 @@ func (cfg Config) fire(ctx context.Context, svc *client.Client, target, id strin
 		tally.Fenced++
 	case api.Unknown:
 		tally.unknown++
-		tally.FailedBy[strconv.Itoa(r.Status)]++
+		tally.FailedBy[failedBy(r)]++
 	default:
 		tally.Failed++
-		tally.FailedBy[strconv.Itoa(r.Status)]++
+		tally.FailedBy[failedBy(r)]++
 	}
 	return op
+}
+
+// failedBy is a failed reply's key in Result.FailedBy: its status and, when
+// the reply names one, its code ("503 lock_timeout", "503 not_sent"): a
+// replica that waited out its deadline and nginx that reached no replica
+// both answer 503.
+func failedBy(r client.Reply) string {
+	if r.Code == "" {
+		return strconv.Itoa(r.Status)
+	}
+	return strconv.Itoa(r.Status) + " " + r.Code
 }
 
 // Service is the client the run calls the service with: cfg.Client, or one

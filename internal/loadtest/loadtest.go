@@ -86,8 +86,9 @@ type Result struct {
 	// Failed counts requests known to have sold nothing; the checker's
 	// Unknown, those that may have sold (see api.Unknown).
 	Failed int `json:"failed"`
-	// FailedBy counts failed and unknown requests by HTTP status ("503")
-	// or "transport".
+	// FailedBy counts failed and unknown requests by HTTP status and the
+	// reply's code ("503 lock_timeout"; the status alone when it named
+	// none) or "transport".
 	FailedBy    map[string]int `json:"failed_by,omitempty"`
 	StockBefore int64          `json:"stock_before"`
 	StockAfter  int64          `json:"stock_after"`

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/api"
 	"github.com/locklab/locklab/internal/loadtest"
 	"github.com/locklab/locklab/internal/servicetest"
 	"github.com/locklab/locklab/internal/versions"
@@ -193,6 +194,11 @@ func TestRunThatSoldNothingIsMarked(t *testing.T) {
 	if r.Sold != 0 || r.Failed != 20 || r.NotServed() != 20 || r.TooLittle != "sold nothing" || r.Linearizability != "not tested" || r.Linearizable || r.Judged != 0 {
 		t.Fatalf("sold %d, failed %d, not served %d, too little %q, linearizability %q (%v), judged %d",
 			r.Sold, r.Failed, r.NotServed(), r.TooLittle, r.Linearizability, r.Linearizable, r.Judged)
+	}
+	// Counted by the status and the reply's code: a replica's 503 is told
+	// from nginx's (not_sent) and from a lock's deadline (lock_timeout).
+	if len(r.FailedBy) != 1 || r.FailedBy["503 "+api.CodeUnavailable] != 20 {
+		t.Fatalf("failed by %v: want 20 by 503 %s", r.FailedBy, api.CodeUnavailable)
 	}
 	raw, err := json.Marshal(r)
 	if err != nil || !strings.Contains(string(raw), `"too_little":"sold nothing"`) || !strings.Contains(string(raw), `"linearizability":"not tested"`) {

@@ -102,7 +102,10 @@ func until(ctx context.Context, interval time.Duration, attempts *int, try func(
 		}
 		select {
 		case <-ctx.Done():
-			return nil, notObtained(ctx)
+			// How many attempts were refused tells a crowd's lottery
+			// (one waiter refused at each of its tries) from a lock
+			// that nobody could take.
+			return nil, fmt.Errorf("lock not obtained after %d attempts: %w", *attempts, context.Cause(ctx))
 		case <-timer.C:
 		}
 	}

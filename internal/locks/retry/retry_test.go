@@ -3,6 +3,8 @@ package retry_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,6 +74,10 @@ func TestPoll(t *testing.T) {
 			}
 			if counted != g.tries {
 				t.Fatalf("counter told %d attempts, the guard saw %d", counted, g.tries)
+			}
+			// A wait that ran out says how many attempts were refused.
+			if tc.want != nil && tc.want != boom && !strings.Contains(err.Error(), fmt.Sprintf("after %d attempts", g.tries)) {
+				t.Fatalf("err = %v: want it to say the %d attempts", err, g.tries)
 			}
 		})
 	}
