@@ -96,7 +96,7 @@ func (w *HandedOff) Acquire(ctx context.Context, owner string) (lease.Lease, err
 			timer.Reset(w.n.backstop)
 		case <-ctx.Done():
 			w.leave(attemptCtx, owner)
-			return nil, notObtained(ctx)
+			return nil, notObtained(ctx, attempts)
 		}
 	}
 }

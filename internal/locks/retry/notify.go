@@ -272,7 +272,7 @@ func (n *Notifier) queued(ctx context.Context, owner string, attempts *int, try 
 			}
 		case <-ctx.Done():
 			n.leave(attemptCtx, owner)
-			return nil, notObtained(ctx)
+			return nil, notObtained(ctx, *attempts)
 		}
 	}
 }

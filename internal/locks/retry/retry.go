@@ -102,17 +102,17 @@ func until(ctx context.Context, interval time.Duration, attempts *int, try func(
 		}
 		select {
 		case <-ctx.Done():
-			// How many attempts were refused tells a crowd's lottery
-			// (one waiter refused at each of its tries) from a lock
-			// that nobody could take.
-			return nil, fmt.Errorf("lock not obtained after %d attempts: %w", *attempts, context.Cause(ctx))
+			return nil, notObtained(ctx, *attempts)
 		case <-timer.C:
 		}
 	}
 }
 
-func notObtained(ctx context.Context) error {
-	return fmt.Errorf("lock not obtained: %w", context.Cause(ctx))
+// notObtained is a wait that ended with ctx. It says how many attempts were
+// refused: a crowd's lottery (one waiter refused at each of its tries) is
+// told from a lock that nobody could take.
+func notObtained(ctx context.Context, attempts int) error {
+	return fmt.Errorf("lock not obtained after %d attempts: %w", attempts, context.Cause(ctx))
 }
 
 // Localer waits for a lock that lives in this process.
@@ -155,7 +155,7 @@ func (w *Localer) Acquire(ctx context.Context, owner string) (lease.Lease, error
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return nil, notObtained(ctx)
+			return nil, notObtained(ctx, attempts)
 		}
 	}
 }
