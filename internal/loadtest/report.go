@@ -62,7 +62,8 @@ func holders(r Result) string {
 	return evidence(r, r.TwoHolders)
 }
 
-// failures is "0", or the count with its breakdown: "12 (503:10 transport:2)".
+// failures is "0", or the count with its breakdown by FailedBy's keys:
+// "12 (503 lock_timeout:10, transport:2)".
 func failures(r Result) string {
 	if r.Failed == 0 {
 		return "0"
@@ -71,7 +72,7 @@ func failures(r Result) string {
 	for _, k := range slices.Sorted(maps.Keys(r.FailedBy)) {
 		parts = append(parts, fmt.Sprintf("%s:%d", k, r.FailedBy[k]))
 	}
-	return fmt.Sprintf("%d (%s)", r.Failed, strings.Join(parts, " "))
+	return fmt.Sprintf("%d (%s)", r.Failed, strings.Join(parts, ", "))
 }
 
 // replicas is "inventory-1:500 inventory-2:500".
