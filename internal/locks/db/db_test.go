@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -306,3 +308,68 @@ func (d rowsUnread) ExecContext(ctx context.Context, query string, args ...any) 
 type unreadResult struct{ sql.Result }
 
 func (unreadResult) RowsAffected() (int64, error) { return 0, errRowsUnread }
+
+// An attempt whose INSERT ran but whose reply was lost is an error (503),
+// and its row is deleted by the attempt's owner, even when the database
+// loses that DELETE's first replies too: the load that loses one reply
+// loses the next (on Compose, a row left this way stopped db-seed on that
+// stack for good). Then the next owner takes the lock.
+func TestSeedLostInsertReplyIsCleanedUp(t *testing.T) {
+	s := dbtest.Start(t)
+	ctx := context.Background()
+	lossy := &lostReplies{DB: s.DB(), deletes: 2}
+	l := db.NewSeed(lossy, db.Options{Key: "lock", TTL: 20 * time.Second})
+	if _, err := l.TryAcquire(ctx, "lost"); err == nil || errors.Is(err, lease.ErrTaken) {
+		t.Fatalf("an attempt whose reply was lost: %v, want an error that is not lease.ErrTaken", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		if err := s.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM locklab_seed_locks WHERE name = 'lock'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the lost attempt's row is still there after 10 s (%d DELETEs refused): the lock is held by nobody, for ever", lossy.refused.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := lossy.refused.Load(); got != 2 {
+		t.Fatalf("%d DELETEs refused, want 2 (the test's premise)", got)
+	}
+	h, err := l.TryAcquire(ctx, "next")
+	if err != nil {
+		t.Fatalf("the next owner, once the row is gone: %v", err)
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var errReplyLost = errors.New("the reply was lost")
+
+// lostReplies is a real database that runs the first INSERT and loses its
+// reply, and refuses the first deletes DELETEs without running them.
+type lostReplies struct {
+	*sql.DB
+	deletes  int32
+	inserted atomic.Bool
+	refused  atomic.Int32
+}
+
+func (d *lostReplies) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	switch {
+	case strings.Contains(query, "INSERT") && !d.inserted.Load():
+		if _, err := d.DB.ExecContext(ctx, query, args...); err != nil {
+			return nil, err // the table made first: the attempt tries again
+		}
+		d.inserted.Store(true)
+		return nil, errReplyLost
+	case strings.Contains(query, "DELETE") && d.refused.Load() < d.deletes:
+		d.refused.Add(1)
+		return nil, errReplyLost
+	}
+	return d.DB.ExecContext(ctx, query, args...)
+}
