@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -33,6 +34,10 @@ var seedReleaseSQL string
 type Seed struct {
 	db   Execer
 	opts Options
+	// forgetting lets one forget talk to the database at a time: after an
+	// outage, every sale that failed meanwhile has one waiting, and all at
+	// once would open a connection each.
+	forgetting chan struct{}
 }
 
 // Execer is the part of a *sql.DB the seed's lock uses: a test wraps it to
@@ -43,7 +48,7 @@ type Execer interface {
 
 // NewSeed returns the seed's lock on db (Options.Fence is ignored).
 func NewSeed(db Execer, opts Options) *Seed {
-	return &Seed{db: db, opts: opts.withDefaults()}
+	return &Seed{db: db, opts: opts.withDefaults(), forgetting: make(chan struct{}, 1)}
 }
 
 // TryAcquire inserts the lock's row for owner, or answers lease.ErrTaken
@@ -65,7 +70,9 @@ func (s *Seed) TryAcquire(ctx context.Context, owner string) (lease.Lease, error
 		// A reply lost after the INSERT ran leaves a row nobody holds, for
 		// ever here: delete it, by owner (unique to this attempt: the sale
 		// makes one per sale, and an error ends its wait).
-		go s.forget(owner)
+		if !unsent(err) {
+			go s.forget(owner)
+		}
 		return nil, fmt.Errorf("db-seed: acquire %s: %w", s.opts.Key, err)
 	}
 	return lease.New(func(ctx context.Context) error { return s.release(ctx, owner) }, 0, nil), nil
@@ -86,9 +93,15 @@ func (s *Seed) forget(owner string) {
 	ctx, cancel := context.WithTimeout(context.Background(), forgetFor)
 	defer cancel()
 	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		select {
+		case <-ctx.Done():
+			return
+		case s.forgetting <- struct{}{}:
+		}
 		tctx, tcancel := context.WithTimeout(ctx, 5*time.Second)
 		err := s.release(tctx, owner)
 		tcancel()
+		<-s.forgetting
 		if err == nil || errors.Is(err, lease.ErrNotHeld) {
 			return
 		}
@@ -98,6 +111,13 @@ func (s *Seed) forget(owner string) {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// unsent reports whether err is a connection to the database that could
+// not be made: the INSERT was never sent, and left no row.
+func unsent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // release deletes the row if owner holds it.
