@@ -102,9 +102,12 @@ say "docker stack deploy -c deploy/stack.yml $PROJECT (nginx on port $PORT, host
 docker stack deploy -c deploy/stack.yml "$PROJECT" 2>&1 | sed 's/^/  /' >&2 || fail "stack deploy returned $?"
 
 # Swarm has no depends_on: services start in any order and the stack is
-# ready once a sale can go through nginx to both replicas (bounded).
+# ready once a sale can go through nginx to both replicas and the lab
+# answers its page (bounded; seen: the lab still preparing when both
+# replicas were up).
 for _ in $(seq 180); do
-  [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/readyz")" = 200 ] && [ "$(names 20 | wc -l)" -eq 2 ] && break
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/readyz")" = 200 ] && [ "$(names 20 | wc -l)" -eq 2 ] &&
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/")" = 200 ] && break
   sleep 1
 done
 replicas=$(names 40)

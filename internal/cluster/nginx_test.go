@@ -378,6 +378,38 @@ func TestNginxLabRoutes(t *testing.T) {
 	}
 }
 
+// A lab that is not up (Swarm starts it after nginx; a stopped one) is said
+// as such on its routes, a JSON 503 lab_unavailable, not as a replica that
+// got no sale (seen: e2e-swarm's GET / read "no replica got the request").
+// The replicas answer, so a reply from them would be a 200.
+func TestNginxSaysWhenTheLabIsDown(t *testing.T) {
+	if !executable(lookPath("nginx")) {
+		t.Skip("nginx not installed")
+	}
+	replica := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"status":"ok"}`)
+	}))
+	t.Cleanup(replica.Close)
+	down := "127.0.0.1:" + strconv.Itoa(redistest.FreePort(t))
+	base := startNginxLab(t, []string{replica.Listener.Addr().String(), replica.Listener.Addr().String()}, down)
+	for _, path := range []string{"/", "/lab/api/config"} {
+		res, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body api.Sale
+		err = json.NewDecoder(res.Body).Decode(&body)
+		res.Body.Close()
+		if err != nil {
+			t.Fatalf("%s: a reply that is not JSON: %v", path, err)
+		}
+		if res.StatusCode != http.StatusServiceUnavailable || body.Code != "lab_unavailable" || !strings.Contains(body.Error, "lab") || res.Header.Get("Retry-After") == "" {
+			t.Errorf("%s: %d %+v (Retry-After %q), want 503 lab_unavailable saying so", path, res.StatusCode, body, res.Header.Get("Retry-After"))
+		}
+	}
+}
+
 // The lab is told who each client is (X-Real-IP), as the replicas are: it
 // caps each client's live streams by it, so behind nginx it must not see
 // every client as nginx's own address.
