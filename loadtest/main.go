@@ -57,7 +57,8 @@ type options struct {
 
 func parse(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
 	var o options
-	fs := cli.FlagSet("loadtest", "Usage: go run ./loadtest [flags]\n\nCompares lock versions by remaining stock through a running cluster (make up).", stderr)
+	fs := cli.FlagSet("loadtest", "Usage: go run ./loadtest [flags]\n   or: docker compose run --rm --no-deps loadtest [flags]   (the Compose stack's own: -url is http://nginx/sale there)\n\n"+
+		"Compares lock versions by remaining stock through a running cluster (make up, or docker compose up).", stderr)
 	fs.StringVar(&o.cfg.URL, "url", "http://localhost/sale", "the service's /sale endpoint (through nginx)")
 	fs.IntVar(&o.cfg.Requests, "n", 1000, "requests per version")
 	fs.IntVar(&o.cfg.Concurrency, "c", 100, "concurrent requests (with -rate: the most in flight)")
