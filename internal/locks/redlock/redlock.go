@@ -85,19 +85,6 @@ func New(nodes []redis.UniversalClient, opts Options) *Locker {
 // lock, lease.ErrTaken when it is taken (or a minority of nodes failed), and
 // ErrNoQuorum when too many nodes failed for a majority to be possible.
 //
-// The attempt and the release end as soon as a majority has answered
-// (redsync's fail-fast): a node that does not answer (a stopped container's
-// address drops every packet) would otherwise hold each of them for its
-// client's read timeout, with the lock granted on the other two meanwhile,
-// so every waiter waited too. Measured on Compose (2026-11-29, the load test
-// at -n 1000 -c 25 right after `docker compose stop redis2`, three rounds
-// each, one session): without it p99 7.4-10 s and 15-16 requests failed at
-// the 10 s deadline in two rounds of three; with it p99 2.3 s, none failed
-// (0.4-0.5 s with every node up). What is left: two sales that each won one
-// of the two live nodes (a split) both wait for the third node's answer, its
-// read timeout when it drops packets. A SET the late node grants holds a
-// key there until the release or the lease.
-//
 // redsync's own retry loop is not used: it reports every failure as ErrFailed
 // (lock taken, nodes down and deadline alike) and its defaults give up after
 // 32 tries, failing waiting requests instead of serving them. One try per
@@ -130,9 +117,6 @@ func (l *Locker) TryAcquire(ctx context.Context, owner string) (lease.Lease, err
 	m := l.rs.NewMutex(l.opts.Key,
 		redsync.WithExpiry(ttl),
 		redsync.WithGenValueFunc(func() (string, error) { return owner, nil }),
-		// Decided once a majority answered; a sale the lab steps through
-		// waits for every node, to show each one's reply.
-		redsync.WithFailFast(step.From(ctx) == nil),
 	)
 	// lesson:end
 	var sent time.Time
