@@ -73,11 +73,12 @@ func NewFailover(master string, sentinels []string, password string) *redis.Clie
 		PipelineReadBufferSize: o.PipelineReadBufferSize, PipelineWriteBufferSize: o.PipelineWriteBufferSize}))
 }
 
-// NewAll returns a client for each of addrs, as redlock takes them.
+// NewAll returns a client for each of addrs, as redlock takes them: each
+// with its breaker (NewNode).
 func NewAll(addrs []string, password string) []redis.UniversalClient {
 	clients := make([]redis.UniversalClient, len(addrs))
 	for i, a := range addrs {
-		clients[i] = New(a, password)
+		clients[i] = NewNode(a, password)
 	}
 	return clients
 }

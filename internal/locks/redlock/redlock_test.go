@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/locklab/locklab/internal/locks/fence"
 	"github.com/locklab/locklab/internal/locks/redlock"
 	"github.com/locklab/locklab/internal/locktest"
+	"github.com/locklab/locklab/internal/redisconn"
 	"github.com/locklab/locklab/internal/redistest"
 	"github.com/locklab/locklab/internal/sale"
 	"github.com/redis/go-redis/v9"
@@ -61,6 +64,84 @@ func TestOneNodeDown(t *testing.T) {
 	}
 	if _, err := l.Acquire(ctx, "B"); err != nil {
 		t.Fatalf("after release: %v", err)
+	}
+}
+
+// A node that takes commands and answers none (frozen; a stopped
+// container's old address does the same) costs one read timeout, not one per
+// attempt: after a command to it timed out, the service's node clients
+// (redisconn.NewNode) refuse its commands at once until it answers a PING,
+// and the other two grant the lock meanwhile. Counted on the client: of 10
+// acquisitions' commands to the frozen node, at most 2 were sent and timed
+// out, the rest refused unsent (without the breaker all 10 timed out: seen
+// failing so). Then it is used again: an acquisition holds all three.
+func TestNodeNotAnsweringIsHeldOff(t *testing.T) {
+	nodes := cluster(t)
+	clients := make([]redis.UniversalClient, len(nodes))
+	for i, n := range nodes {
+		c := redisconn.NewNode(n.Addr, "")
+		t.Cleanup(func() { c.Close() })
+		clients[i] = c
+	}
+	var unanswered atomic.Int64
+	clients[2].AddHook(countTimeouts{&unanswered})
+	l := locktest.Poll(redlock.New(clients, redlock.Options{Key: "lock", TTL: 2 * time.Second}))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sell := func(owner string) {
+		t.Helper()
+		a, err := l.Acquire(ctx, owner)
+		if err != nil {
+			t.Fatalf("%s: %v", owner, err)
+		}
+		if err := a.Release(ctx); err != nil {
+			t.Fatalf("%s's release: %v", owner, err)
+		}
+	}
+	sell("warm") // a connection to each node in the pool
+	nodes[2].Freeze(true)
+	for i := range 10 {
+		sell(fmt.Sprintf("A%d", i))
+	}
+	nodes[2].Freeze(false)
+	if got := unanswered.Load(); got > 2 {
+		t.Errorf("10 acquisitions sent %d commands to the node that did not answer, each waiting out its timeout; want at most 2", got)
+	}
+	watch := nodes[2].Client()
+	for i := 0; ; i++ {
+		a, err := l.Acquire(ctx, fmt.Sprintf("B%d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		on2 := watch.Get(ctx, "lock").Val() == fmt.Sprintf("B%d", i)
+		if err := a.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if on2 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the node that answers again was never used again")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// countTimeouts counts the commands that were sent and timed out.
+type countTimeouts struct{ n *atomic.Int64 }
+
+func (h countTimeouts) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h countTimeouts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h countTimeouts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			h.n.Add(1)
+		}
+		return err
 	}
 }
 
