@@ -8,8 +8,9 @@
 //     lock twice, redlock fans out to three nodes, notify and handoff queue);
 //  3. the nginx ceiling: GET /healthz through nginx;
 //  4. each version through nginx and both replicas, -c concurrent sales, with
-//     stock that never runs out; v3 to v8 polling, notified and handed off,
-//     each in rounds between sets of its ceilings;
+//     stock that never runs out; v3 to v8 polling, notified and handed off
+//     (a version's waits one after the other), each in rounds between sets
+//     of its ceilings;
 //  5. the comparison with the libraries people use: v6 in its three waits
 //     beside every library version, in interleaved rounds (issue 33);
 //  6. the default load test (n=1000, c=100) for each version: none may fail;

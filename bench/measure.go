@@ -56,7 +56,7 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*Report, error) 
 		return nil, err
 	}
 	defer closeBench()
-	for i := range b.rep.Rows {
+	for _, i := range b.measureOrder() {
 		if err := b.row(ctx, i); err != nil {
 			return nil, err
 		}
@@ -206,6 +206,25 @@ func (b *bench) plan(ctx context.Context, deps builder.Deps) {
 			b.rep.Rows = append(b.rep.Rows, Row{Lock: v.Name, Wait: m.Wait})
 		}
 	}
+}
+
+// measureOrder is the order the rows are measured in: a version's waits one
+// after the other (v3 polled, notified, handed off, then v4's, ...), where
+// the table lists them by wait. A hand-off row's p99 is judged against its
+// version's polling row's, and this machine's speed drifts from one minute to
+// the next: measured by wait, the two rows of a version were about 8
+// minutes apart (21 rows of about 22 s between them, 2026-11-29).
+func (b *bench) measureOrder() []int {
+	rank := make(map[string]int, len(versions.All))
+	for i, v := range versions.All {
+		rank[v.Name] = i
+	}
+	order := make([]int, len(b.rep.Rows))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(x, y int) int { return rank[b.rep.Rows[x].Lock] - rank[b.rep.Rows[y].Lock] })
+	return order
 }
 
 // row measures rep.Rows[i] in rounds: its ceilings, a run through nginx,

@@ -40,3 +40,20 @@ func TestCheckTargets(t *testing.T) {
 		t.Fatalf("%d targets, want 21: 8 rows, 3 lock busy, 3 p99s, 3 round trips, 2 default runs, 2 replicas", got)
 	}
 }
+
+// A version's waits are measured one after the other, so that a hand-off
+// row and the polling row its p99 is judged against sit in the same
+// minutes; the table keeps its order by wait.
+func TestMeasuresAVersionsWaitsTogether(t *testing.T) {
+	rows := []Row{{Lock: "v3", Wait: "poll"}, {Lock: "v6", Wait: "poll"}, {Lock: "redlock", Wait: "poll"},
+		{Lock: "v3", Wait: "notify"}, {Lock: "v6", Wait: "notify"}, {Lock: "v3", Wait: "handoff"}, {Lock: "v6", Wait: "handoff"}}
+	b := &bench{rep: &Report{Rows: rows}}
+	var got []string
+	for _, i := range b.measureOrder() {
+		got = append(got, rows[i].Lock+" "+rows[i].Wait)
+	}
+	want := []string{"v3 poll", "v3 notify", "v3 handoff", "v6 poll", "v6 notify", "v6 handoff", "redlock poll"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("measured in the order %q, want %q", got, want)
+	}
+}
