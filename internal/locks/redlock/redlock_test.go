@@ -74,8 +74,17 @@ func TestOneNodeDown(t *testing.T) {
 // and the other two grant the lock meanwhile. Counted on the client: of 10
 // acquisitions' commands to the frozen node, at most 2 were sent and timed
 // out, the rest refused unsent (without the breaker all 10 timed out: seen
-// failing so). Then it is used again: an acquisition holds all three.
+// failing so), whether the client had a connection to it before it froze or
+// dials it after. Then it is used again: an acquisition holds all three.
 func TestNodeNotAnsweringIsHeldOff(t *testing.T) {
+	for _, warm := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pooled connection %t", warm), func(t *testing.T) { nodeHeldOff(t, warm) })
+	}
+}
+
+// nodeHeldOff is TestNodeNotAnsweringIsHeldOff with the frozen node's
+// connection made before it froze (warm) or after (its port still accepts).
+func nodeHeldOff(t *testing.T, warm bool) {
 	nodes := cluster(t)
 	clients := make([]redis.UniversalClient, len(nodes))
 	for i, n := range nodes {
@@ -98,7 +107,9 @@ func TestNodeNotAnsweringIsHeldOff(t *testing.T) {
 			t.Fatalf("%s's release: %v", owner, err)
 		}
 	}
-	sell("warm") // a connection to each node in the pool
+	if warm {
+		sell("warm") // a connection to each node in the pool
+	}
 	nodes[2].Freeze(true)
 	for i := range 10 {
 		sell(fmt.Sprintf("A%d", i))
